@@ -1,0 +1,198 @@
+"""Every check of the repository, as nox sessions.
+
+`nox` runs every session but `bench` (and the long `crash` variant). Sessions run on the
+interpreter that runs nox (``python=None``) so a machine with one Python works; CI runs the same
+sessions once per Python version. Package tests never see the source tree: each one installs the
+package under test from the wheels in ``dist/`` into a fresh environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES_DIR = ROOT / "packages"
+DIST = ROOT / "dist"
+STAMP = DIST / ".source-hash"
+
+nox.options.default_venv_backend = "uv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.error_on_missing_interpreters = True
+
+
+def _pyproject(pkg: str) -> dict[str, Any]:
+    with (PACKAGES_DIR / pkg / "pyproject.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def _packages() -> list[str]:
+    return sorted(p.parent.name for p in PACKAGES_DIR.glob("*/pyproject.toml"))
+
+
+PACKAGES = _packages()
+
+
+def _version() -> str:
+    versions = {_pyproject(p)["project"]["version"] for p in PACKAGES}
+    if len(versions) != 1:
+        raise SystemExit(f"packages disagree on the lockstep version: {sorted(versions)}")
+    return str(versions.pop())
+
+
+def _test_group(pkg: str) -> list[str]:
+    groups = _pyproject(pkg).get("dependency-groups", {})
+    return [str(dep) for dep in groups.get("test", [])]
+
+
+def _source_hash() -> str:
+    digest = hashlib.sha256()
+    for pkg in PACKAGES:
+        base = PACKAGES_DIR / pkg
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(ROOT)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _ensure_built(session: nox.Session) -> None:
+    """Build every wheel and sdist into dist/ unless dist/ already holds this exact source."""
+    current = _source_hash()
+    if STAMP.exists() and STAMP.read_text() == current:
+        return
+    shutil.rmtree(DIST, ignore_errors=True)
+    DIST.mkdir()
+    for pkg in PACKAGES:
+        session.run(
+            sys.executable,
+            "-m",
+            "uv",
+            "build",
+            "--quiet",
+            "--out-dir",
+            str(DIST),
+            str(PACKAGES_DIR / pkg),
+            external=True,
+        )
+    STAMP.write_text(current)
+
+
+def _install_from_dist(session: nox.Session, *requirements: str) -> None:
+    """Install distributions of this repository from dist/ (and third-party ones from the index)."""
+    session.install("--find-links", str(DIST), *requirements)
+
+
+def _pinned(pkg: str) -> str:
+    return f"{pkg}=={_version()}"
+
+
+@nox.session(python=None)
+def build(session: nox.Session) -> None:
+    """Build every wheel and sdist into dist/."""
+    _ensure_built(session)
+    session.log(f"dist/ holds {len(list(DIST.glob('*.whl')))} wheels for version {_version()}")
+
+
+@nox.session(python=None)
+@nox.parametrize("package", PACKAGES, ids=PACKAGES)
+def tests(session: nox.Session, package: str) -> None:
+    """Run one package's tests against its built wheel in a fresh environment."""
+    _ensure_built(session)
+    _install_from_dist(session, _pinned(package), *_test_group(package))
+    session.chdir(ROOT)
+    session.run("pytest", f"packages/{package}/tests", *session.posargs)
+
+
+@nox.session(python=None)
+@nox.parametrize("package", PACKAGES, ids=PACKAGES)
+def isolation(session: nox.Session, package: str) -> None:
+    """Install one package alone: it imports, and nothing beyond its dependency closure came."""
+    _ensure_built(session)
+    _install_from_dist(session, _pinned(package))
+    session.run("python", str(ROOT / "tools" / "check_isolation.py"), package)
+
+
+@nox.session(python=None)
+def integration(session: nox.Session) -> None:
+    """Tests that cross packages (tool-bash with bash-local, the loop with a backend, ...)."""
+    tests_dir = ROOT / "tests-integration"
+    if not any(tests_dir.glob("test_*.py")):
+        session.skip("tests-integration/ has no tests yet")
+    _ensure_built(session)
+    deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
+    _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
+    session.chdir(ROOT)
+    session.run("pytest", "tests-integration", *session.posargs)
+
+
+@nox.session(python=None)
+def architecture(session: nox.Session) -> None:
+    """The dependency rule of DESIGN §2, from declared dependencies and actual imports."""
+    session.install("pytest>=8.3", "pytest-asyncio>=0.24", "hypothesis>=6.100")
+    session.chdir(ROOT)
+    session.run("python", "tools/check_architecture.py")
+    session.run("pytest", "tools/tests")
+
+
+@nox.session(python=None)
+def lint(session: nox.Session) -> None:
+    """ruff lint and format check over the whole tree."""
+    session.install("ruff>=0.8")
+    session.chdir(ROOT)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=None)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over every package's source (third-party dependencies from the wheels)."""
+    _ensure_built(session)
+    deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
+    _install_from_dist(
+        session, *(_pinned(p) for p in PACKAGES), *deps, "mypy>=1.13", "pydantic>=2.7", "nox"
+    )
+    session.chdir(ROOT)
+    src_dirs = [str(PACKAGES_DIR / p / "src") for p in PACKAGES]
+    modules = [arg for p in PACKAGES for arg in ("-p", p.replace("-", "_"))]
+    session.run("mypy", *modules, env={"MYPYPATH": os.pathsep.join(src_dirs)})
+    session.run("mypy", "noxfile.py", "tools")
+
+
+@nox.session(python=None)
+def docs(session: nox.Session) -> None:
+    """Build the documentation site strictly (broken links and missing pages fail)."""
+    session.install("mkdocs>=1.6")
+    session.chdir(ROOT)
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / ".nox" / "site"))
+
+
+@nox.session(python=None, default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: each compares our code with a raw baseline measured in the same run."""
+    _ensure_built(session)
+    deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
+    _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
+    session.chdir(ROOT)
+    scripts = sorted((ROOT / "bench").glob("bench_*.py"))
+    if session.posargs:
+        scripts = [s for s in scripts if any(arg in s.name for arg in session.posargs)]
+    if not scripts:
+        session.error("no benchmark matched")
+    for script in scripts:
+        session.run("python", str(script))
+
+
+@nox.session(python=None, default=False)
+def bump(session: nox.Session) -> None:
+    """Move every package to one new version: `nox -s bump -- 0.2.0`."""
+    if len(session.posargs) != 1:
+        session.error("usage: nox -s bump -- NEW_VERSION")
+    session.run(sys.executable, str(ROOT / "tools" / "bump_version.py"), session.posargs[0])

@@ -1,0 +1,256 @@
+"""Check the dependency rule of DESIGN §2 from declared dependencies *and* actual imports.
+
+- every distribution under packages/ has a known role (seam, implementation, composition);
+- a seam depends on seams only; an implementation on seams, `dsh-paths` and third-party libraries;
+  only the composition package may depend on implementations;
+- the sibling dependency graph has no cycle;
+- every import in a package's source names the package itself, the standard library, or a
+  distribution the package declares (an optional extra counts only inside a `testing` module);
+- a package's tests import only what the package and its test group declare;
+- every package has the lockstep version, and sibling requirements are compatible ranges that
+  admit it.
+
+Run: ``python tools/check_architecture.py [ROOT]``; exits 1 and lists every violation.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEAMS = frozenset(
+    {"dsh-llm", "dsh-session", "dsh-persistence", "dsh-shell", "dsh-tools", "dsh-agent"}
+)
+IMPLEMENTATIONS = frozenset(
+    {
+        "dsh-paths",
+        "dsh-persistence-jsonl",
+        "dsh-persistence-sqlite",
+        "dsh-persistence-postgres",
+        "dsh-bash-local",
+        "dsh-tool-bash",
+        "dsh-agent-loop",
+        "dsh-model-openai",
+        "dsh-hooks",
+    }
+)
+COMPOSITION = frozenset({"dsh-agent-core"})
+# Implementations may lean on these implementation packages as if they were seams.
+SHARED_IMPLEMENTATIONS = frozenset({"dsh-paths"})
+
+# Import names that differ from their distribution's name.
+IMPORT_TO_DIST = {
+    "pydantic_core": "pydantic",  # pydantic pins its own core; importing it is using pydantic
+    "yaml": "pyyaml",
+    "_pytest": "pytest",
+    "pytest_asyncio": "pytest-asyncio",
+    "psycopg": "psycopg",
+}
+
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _dist_name(requirement: str) -> str:
+    match = _REQ_NAME.match(requirement)
+    if match is None:
+        raise ValueError(f"cannot read a distribution name from {requirement!r}")
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+@dataclass
+class Package:
+    name: str
+    path: Path
+    version: str
+    requires: list[str]
+    extras: dict[str, list[str]]
+    test_group: list[str]
+    deps: set[str] = field(default_factory=set)
+
+    @property
+    def import_name(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def load_packages(root: Path) -> dict[str, Package]:
+    packages: dict[str, Package] = {}
+    for pyproject in sorted((root / "packages").glob("*/pyproject.toml")):
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        project = data["project"]
+        groups = data.get("dependency-groups", {})
+        pkg = Package(
+            name=project["name"],
+            path=pyproject.parent,
+            version=project["version"],
+            requires=list(project.get("dependencies", [])),
+            extras={k: list(v) for k, v in project.get("optional-dependencies", {}).items()},
+            test_group=[g for g in groups.get("test", []) if isinstance(g, str)],
+        )
+        pkg.deps = {_dist_name(r) for r in pkg.requires}
+        packages[pkg.name] = pkg
+    return packages
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name.split(".")[0]) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def _dist_of_import(module: str, siblings: dict[str, str]) -> str | None:
+    """The distribution an import names, or None for the standard library."""
+    if module in sys.stdlib_module_names or module == "__future__":
+        return None
+    if module in siblings:
+        return siblings[module]
+    return IMPORT_TO_DIST.get(module, module.replace("_", "-").lower())
+
+
+def _closure(name: str, packages: dict[str, Package]) -> set[str]:
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        pkg = packages.get(current)
+        if pkg is not None:
+            stack.extend(pkg.deps)
+            seen.update(pkg.deps)
+    return seen
+
+
+def _role_violations(pkg: Package, siblings: set[str]) -> list[str]:
+    errors: list[str] = []
+    name = pkg.name
+    if name not in SEAMS | IMPLEMENTATIONS | COMPOSITION:
+        return [f"{name}: not a known distribution; add it to DESIGN.md §2 and this checker"]
+    for dep in sorted(pkg.deps & siblings):
+        if name in SEAMS and dep not in SEAMS:
+            errors.append(f"{name}: a seam may depend only on seams, not on {dep}")
+        elif name in IMPLEMENTATIONS and dep not in SEAMS | SHARED_IMPLEMENTATIONS:
+            errors.append(f"{name}: an implementation may not depend on implementation {dep}")
+    return errors
+
+
+def _cycle_violations(packages: dict[str, Package]) -> list[str]:
+    errors: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for dep in sorted(packages[name].deps & packages.keys()):
+            if state.get(dep) == 1:
+                cycle = [*trail[trail.index(dep) :], dep] if dep in trail else [name, dep]
+                errors.append("dependency cycle: " + " -> ".join(cycle))
+            elif dep not in state:
+                visit(dep, [*trail, dep])
+        state[name] = 2
+
+    for name in sorted(packages):
+        if name not in state:
+            visit(name, [name])
+    return errors
+
+
+def _version_violations(packages: dict[str, Package]) -> list[str]:
+    errors: list[str] = []
+    versions = {p.version for p in packages.values()}
+    if len(versions) > 1:
+        errors.append(f"packages disagree on the lockstep version: {sorted(versions)}")
+        return errors
+    if not versions:
+        return errors
+    version = versions.pop()
+    major, minor = (int(x) for x in version.split(".")[:2])
+    expected = f">={major}.{minor},<{major}.{minor + 1}"
+    for pkg in packages.values():
+        for requirement in pkg.requires:
+            dep = _dist_name(requirement)
+            if dep in packages:
+                spec = requirement[len(dep) :].replace(" ", "")
+                if spec != expected:
+                    errors.append(
+                        f"{pkg.name}: sibling requirement {requirement!r} must be "
+                        f"'{dep}{expected}' for version {version}"
+                    )
+    return errors
+
+
+def _import_violations(pkg: Package, packages: dict[str, Package]) -> list[str]:
+    errors: list[str] = []
+    siblings = {p.import_name: p.name for p in packages.values()}
+    extra_deps = {_dist_name(r) for reqs in pkg.extras.values() for r in reqs}
+    test_deps = {_dist_name(r) for r in pkg.test_group}
+    closure = _closure(pkg.name, packages)
+
+    for source in sorted((pkg.path / "src").rglob("*.py")):
+        in_testing = "testing" in source.relative_to(pkg.path / "src").parts or (
+            source.stem == "testing"
+        )
+        for line, module in _imports(source):
+            dist = _dist_of_import(module, siblings)
+            if dist is None or dist == pkg.name or dist in pkg.deps:
+                continue
+            if in_testing and dist in extra_deps:
+                continue
+            rel = source.relative_to(pkg.path.parent.parent)
+            errors.append(
+                f"{rel}:{line}: imports {module!r} but {pkg.name} does not declare {dist}"
+            )
+
+    tests_dir = pkg.path / "tests"
+    allowed_in_tests = closure | extra_deps | test_deps
+    for source in sorted(tests_dir.rglob("*.py")) if tests_dir.exists() else []:
+        for line, module in _imports(source):
+            dist = _dist_of_import(module, siblings)
+            if dist is None or dist in allowed_in_tests:
+                continue
+            if module in {"conftest", "tests"} or (tests_dir / f"{module}.py").exists():
+                continue
+            rel = source.relative_to(pkg.path.parent.parent)
+            errors.append(
+                f"{rel}:{line}: test imports {module!r}, which {pkg.name} and its test group "
+                "do not declare (cross-package tests belong in tests-integration/)"
+            )
+    return errors
+
+
+def check(root: Path) -> list[str]:
+    """Every violation of the dependency rule under ``root``; empty when the tree is clean."""
+    packages = load_packages(root)
+    siblings = set(packages)
+    errors: list[str] = []
+    for pkg in packages.values():
+        errors.extend(_role_violations(pkg, siblings))
+        errors.extend(_import_violations(pkg, packages))
+    errors.extend(_cycle_violations(packages))
+    errors.extend(_version_violations(packages))
+    return errors
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent.parent
+    errors = check(root)
+    for error in errors:
+        print(error)
+    count = len(load_packages(root))
+    if errors:
+        print(f"architecture: {len(errors)} violation(s) in {count} packages")
+        return 1
+    print(f"architecture: {count} packages follow the dependency rule")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
