@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -21,7 +20,6 @@ import nox
 ROOT = Path(__file__).resolve().parent
 PACKAGES_DIR = ROOT / "packages"
 DIST = ROOT / "dist"
-STAMP = DIST / ".source-hash"
 
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = False
@@ -52,37 +50,49 @@ def _test_group(pkg: str) -> list[str]:
     return [str(dep) for dep in groups.get("test", [])]
 
 
-def _source_hash() -> str:
+def _closure(pkg: str) -> list[str]:
+    """``pkg`` and every sibling it requires, transitively."""
+    seen: list[str] = []
+    stack = [pkg]
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for requirement in _pyproject(name)["project"].get("dependencies", []):
+            dep = requirement.split(">")[0].split("=")[0].split("<")[0].split(";")[0].strip()
+            if dep in PACKAGES:
+                stack.append(dep)
+    return sorted(seen)
+
+
+def _source_hash(pkg: str) -> str:
     digest = hashlib.sha256()
-    for pkg in PACKAGES:
-        base = PACKAGES_DIR / pkg
-        for path in sorted(base.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(ROOT)).encode())
-                digest.update(path.read_bytes())
+    base = PACKAGES_DIR / pkg
+    for path in sorted(base.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(base)).encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
-def _ensure_built(session: nox.Session) -> None:
-    """Build every wheel and sdist into dist/ unless dist/ already holds this exact source."""
-    current = _source_hash()
-    if STAMP.exists() and STAMP.read_text() == current:
-        return
-    shutil.rmtree(DIST, ignore_errors=True)
-    DIST.mkdir()
-    for pkg in PACKAGES:
+def _ensure_built(session: nox.Session, packages: list[str] | None = None) -> None:
+    """Build the wheel and sdist of each package (default: all) whose source changed since."""
+    DIST.mkdir(exist_ok=True)
+    for pkg in packages if packages is not None else PACKAGES:
+        stamp = DIST / f".{pkg}.source-hash"
+        current = _source_hash(pkg)
+        if stamp.exists() and stamp.read_text() == current:
+            continue
+        stem = pkg.replace("-", "_")
+        for old in [*DIST.glob(f"{stem}-*.whl"), *DIST.glob(f"{stem}-*.tar.gz")]:
+            old.unlink()
         session.run(
-            sys.executable,
-            "-m",
-            "uv",
-            "build",
-            "--quiet",
-            "--out-dir",
-            str(DIST),
+            *(sys.executable, "-m", "uv", "build", "--quiet", "--out-dir", str(DIST)),
             str(PACKAGES_DIR / pkg),
             external=True,
         )
-    STAMP.write_text(current)
+        stamp.write_text(current)
 
 
 def _install_from_dist(session: nox.Session, *requirements: str) -> None:
@@ -105,7 +115,7 @@ def build(session: nox.Session) -> None:
 @nox.parametrize("package", PACKAGES, ids=PACKAGES)
 def tests(session: nox.Session, package: str) -> None:
     """Run one package's tests against its built wheel in a fresh environment."""
-    _ensure_built(session)
+    _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package), *_test_group(package))
     session.chdir(ROOT)
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
@@ -115,7 +125,7 @@ def tests(session: nox.Session, package: str) -> None:
 @nox.parametrize("package", PACKAGES, ids=PACKAGES)
 def isolation(session: nox.Session, package: str) -> None:
     """Install one package alone: it imports, and nothing beyond its dependency closure came."""
-    _ensure_built(session)
+    _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package))
     session.run("python", str(ROOT / "tools" / "check_isolation.py"), package)
 
