@@ -119,6 +119,7 @@ def tests(session: nox.Session, package: str) -> None:
     _install_from_dist(session, _pinned(package), *_test_group(package))
     session.chdir(ROOT)
     session.run("pytest", f"packages/{package}/tests", *session.posargs)
+    session.run("python", "tools/run_readme_examples.py", f"packages/{package}/README.md")
 
 
 @nox.session(python=None)
