@@ -1,0 +1,63 @@
+"""The DSH session persistence seam: what backends implement and what consumers can rely on.
+
+Protocols (``SessionPersistence``, ``SessionHandle``), the ``SessionSnapshot`` of ``stat``/
+``list``, the error vocabulary under ``SessionPersistenceError``, the pure validation helpers
+every backend shares, and ``export_session``. No storage runtime lives here; the backend contract
+suite is ``dsh_persistence.testing``.
+"""
+
+from dsh_persistence._errors import (
+    SessionAlreadyExistsError,
+    SessionAlreadyOwnedError,
+    SessionFormatUnsupportedError,
+    SessionHandleClosedError,
+    SessionOwnershipLostError,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceError,
+    SessionPersistenceNotFoundError,
+    SessionReadOnlyError,
+)
+from dsh_persistence._export import export_session
+from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
+from dsh_persistence._snapshot import SessionSnapshot
+from dsh_persistence._validation import (
+    AppendBatch,
+    assert_contiguous,
+    assert_format_version,
+    assert_stored_id,
+    assert_writable_event,
+    assert_writable_events,
+    check_read_range,
+    decode_stored_header,
+    format_version_refusal,
+    materialize_append_batch,
+    materialize_create_header,
+)
+
+__all__ = [
+    "Access",
+    "AppendBatch",
+    "SessionAlreadyExistsError",
+    "SessionAlreadyOwnedError",
+    "SessionFormatUnsupportedError",
+    "SessionHandle",
+    "SessionHandleClosedError",
+    "SessionOwnershipLostError",
+    "SessionPersistence",
+    "SessionPersistenceCorruptionError",
+    "SessionPersistenceError",
+    "SessionPersistenceNotFoundError",
+    "SessionReadOnlyError",
+    "SessionSnapshot",
+    "assert_contiguous",
+    "assert_format_version",
+    "assert_stored_id",
+    "assert_writable_event",
+    "assert_writable_events",
+    "check_read_range",
+    "decode_stored_header",
+    "export_session",
+    "format_version_refusal",
+    "materialize_append_batch",
+    "materialize_create_header",
+]

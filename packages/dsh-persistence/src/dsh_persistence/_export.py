@@ -1,0 +1,44 @@
+"""``export_session``: the logical log as plain JSONL bytes, the same from every backend."""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+from dsh_persistence._protocols import SessionPersistence
+from dsh_session import encode_event, encode_header_line
+
+_PAGE = 4096  # events per read: bounded memory for any log length
+
+
+async def export_session(
+    persistence: SessionPersistence,
+    session_id: str,
+    out: BinaryIO | str | os.PathLike[str],
+) -> int:
+    """Write session ``session_id`` as plain JSONL and return its number of events.
+
+    The output is the header line (``"type":"session"``, with ``seedLength`` when seeded) and
+    then one canonical line per *logical* event (packed chunk rows come out expanded), each
+    ending in ``\\n``. Everything is read through a read handle, so every backend exports the
+    same bytes for the same log and a writer may keep writing meanwhile. ``out`` is a binary
+    file object (written, not closed) or a path (created or replaced).
+    """
+    if isinstance(out, (str, os.PathLike)):
+        # Writes to ``out`` are plain blocking file writes either way (a caller's file object is
+        # synchronous too); an export is a bulk job, not a latency-sensitive path.
+        with open(out, "wb") as file:  # noqa: ASYNC230
+            return await _export_to(persistence, session_id, file)
+    return await _export_to(persistence, session_id, out)
+
+
+async def _export_to(persistence: SessionPersistence, session_id: str, out: BinaryIO) -> int:
+    async with await persistence.open(session_id, "read") as handle:
+        out.write(encode_header_line(handle.header, handle.inherited_event_count) + b"\n")
+        count = 0
+        while True:
+            events = await handle.read(count, _PAGE)
+            if not events:
+                return count
+            out.write(b"".join(encode_event(event) + b"\n" for event in events))
+            count += len(events)
