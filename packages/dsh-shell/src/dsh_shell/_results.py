@@ -1,0 +1,65 @@
+"""What a command produced: foreground results and background reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+ProcessStatus: TypeAlias = Literal["running", "completed", "killed"]
+"""The status of a background process; it leaves ``running`` exactly once."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectedOutput:
+    """One captured stream.
+
+    ``text`` is the whole stream, or its tail when ``truncated`` (at least one byte fell out
+    of memory). ``spill_path`` names a private file holding the complete stream, when one is
+    available (it is absent when the stream outgrew the executor's spill cap).
+    """
+
+    text: str
+    truncated: bool = False
+    spill_path: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShellRunResult:
+    """The outcome of a foreground `ShellExecutor.run`.
+
+    ``exit_code`` is ``None`` when the command died by a signal (``signal``, e.g.
+    ``"SIGTERM"``). ``timed_out`` (the executor's own deadline) and ``aborted`` (the awaiting
+    task was cancelled) are mutually exclusive, first cause wins; a command that signals itself
+    is neither. ``timeout`` is the effective timeout in seconds and ``duration`` the wall time
+    from spawn to settlement in seconds. The two streams stay separate.
+    """
+
+    exit_code: int | None
+    signal: str | None
+    timed_out: bool
+    aborted: bool
+    timeout: float
+    stdout: CollectedOutput
+    stderr: CollectedOutput
+    duration: float
+
+    def __post_init__(self) -> None:
+        if self.timed_out and self.aborted:
+            raise ValueError("a result is timed out or aborted, never both (first cause wins)")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRead:
+    """One consuming read of a background process's output.
+
+    ``delta`` is the output since the previous read: stdout first, then stderr under a
+    ``[stderr]`` header (see `merge_streams`). ``lossy`` is true when output fell out of the
+    in-memory window since the previous read; the spill paths then name the complete streams,
+    when available.
+    """
+
+    delta: str
+    lossy: bool = False
+    stdout_spill_path: Path | None = None
+    stderr_spill_path: Path | None = None

@@ -1,0 +1,118 @@
+"""The managed namespace, overlay validation, and the child environment order."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+from dsh_shell import (
+    DSH_ENV_PREFIX,
+    DshEnvironmentError,
+    ReservedEnvKeyError,
+    ShellEnvContributor,
+    compose_child_environment,
+    is_dsh_key,
+    scrub_parent_environment,
+    validate_dsh_environment,
+    validate_ordinary_env,
+)
+
+
+def test_prefix_is_dsh_underscore() -> None:
+    assert DSH_ENV_PREFIX == "DSH_"
+
+
+@pytest.mark.parametrize("name", ["DSH_HOME", "dsh_home", "Dsh_X"])
+def test_namespace_membership_is_case_insensitive(name: str) -> None:
+    assert is_dsh_key(name)
+
+
+def test_names_outside_the_namespace_are_not_managed() -> None:
+    assert not is_dsh_key("DSHX")
+
+
+def test_managed_overlay_is_copied_immutably() -> None:
+    source = {"DSH_SHELL": "1"}
+    overlay = validate_dsh_environment(source)
+    source["DSH_SHELL"] = "2"
+    assert overlay == {"DSH_SHELL": "1"}
+    with pytest.raises(TypeError):
+        overlay["DSH_X"] = "y"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("key", ["HOME", "dsh_shell", "DSH_", "DSH_a-b"])
+def test_managed_overlay_refuses_a_malformed_key_naming_it(key: str) -> None:
+    with pytest.raises(DshEnvironmentError) as info:
+        validate_dsh_environment({key: "1"})
+    assert info.value.key == key
+
+
+def test_managed_overlay_refuses_non_string_values() -> None:
+    with pytest.raises(DshEnvironmentError, match="DSH_SHELL"):
+        validate_dsh_environment({"DSH_SHELL": 1})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("key", ["DSH_SESSION_ID", "dsh_session_id", "Dsh_Home"])
+def test_ordinary_env_refuses_a_managed_key_in_any_case(key: str) -> None:
+    with pytest.raises(ReservedEnvKeyError) as info:
+        validate_ordinary_env({key: "x"})
+    assert info.value.key == key
+    assert key in str(info.value)
+
+
+def test_scrub_drops_managed_credential_and_startup_names_but_keeps_path() -> None:
+    parent = {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "DSH_STALE_PARENT": "stale",
+        "dsh_lower": "stale",
+        "OPENAI_API_KEY": "k",
+        "GH_TOKEN": "t",
+        "DB_PASSWORD": "p",
+        "MY_SECRET": "s",
+        "BASH_ENV": "/x",
+        "ENV": "/y",
+    }
+    assert scrub_parent_environment(parent) == {"PATH": "/bin", "HOME": "/h"}
+
+
+def test_child_environment_layers_in_order_with_dsh_env_last() -> None:
+    parent = {"PATH": "/bin", "TERM": "xterm-256color", "DSH_SESSION_ID": "stale"}
+    child = compose_child_environment(
+        parent,
+        env={"PAGER": "less", "MY_TOKEN": "explicit"},
+        dsh_env={"DSH_SESSION_ID": "current"},
+    )
+    assert child == {
+        "PATH": "/bin",
+        "TERM": "dumb",
+        "PAGER": "less",
+        "GIT_PAGER": "cat",
+        "NO_COLOR": "1",
+        "MY_TOKEN": "explicit",
+        "DSH_SESSION_ID": "current",
+    }
+
+
+def test_child_environment_never_takes_a_managed_name_from_env() -> None:
+    child = compose_child_environment({}, env={"dsh_x": "evil"}, dsh_env={"DSH_X": "good"})
+    assert child["DSH_X"] == "good"
+    assert "dsh_x" not in child
+
+
+def test_child_environment_does_not_modify_the_parent() -> None:
+    parent = {"DSH_X": "1", "PATH": "/bin"}
+    compose_child_environment(parent, env={"A": "b"}, dsh_env={"DSH_Y": "2"})
+    assert parent == {"DSH_X": "1", "PATH": "/bin"}
+
+
+def test_a_plain_class_satisfies_the_contributor_protocol() -> None:
+    class Contributor:
+        name = "example"
+        keys: ClassVar[dict[str, str]] = {"DSH_EXAMPLE": "an example fact"}
+
+        def resolve(self, execution: object) -> dict[str, str]:
+            return {"DSH_EXAMPLE": "1"}
+
+    assert isinstance(Contributor(), ShellEnvContributor)
