@@ -1,0 +1,90 @@
+"""The provider-neutral LLM vocabulary of DSH: messages, content blocks, stream chunks, models.
+
+Every model is a pydantic v2 model in the format v0 wire shape (camelCase keys on the wire,
+snake_case attributes in Python). ``to_wire()`` writes exactly the keys that were given.
+"""
+
+from pydantic import TypeAdapter
+
+from dsh_llm._assemble import assemble_message
+from dsh_llm._chunks import (
+    BlockEndChunk,
+    BlockStartChunk,
+    BlockType,
+    FinishChunk,
+    FinishKind,
+    FinishReason,
+    ReasoningDeltaChunk,
+    StreamChunk,
+    TextDeltaChunk,
+    ToolCallDeltaChunk,
+    UsageChunk,
+)
+from dsh_llm._content import (
+    AssistantContentBlock,
+    ContentBlock,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ToolResultContentBlock,
+    UserContentBlock,
+)
+from dsh_llm._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from dsh_llm._request import Model, ModelRequest, Sampling, ToolSchema
+from dsh_llm._source import MessageSource, ModelSource, PluginSource, ToolSource, UserSource
+from dsh_llm._usage import LlmFailure, Usage
+from dsh_llm._wire import WireModel
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+"""Validates any message (``validate_python`` / ``validate_json``) into its class."""
+
+STREAM_CHUNK_ADAPTER: TypeAdapter[StreamChunk] = TypeAdapter(StreamChunk)
+"""Validates any stream chunk (``validate_python`` / ``validate_json``) into its class."""
+
+CONTENT_BLOCK_ADAPTER: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
+"""Validates any content block (``validate_python`` / ``validate_json``) into its class."""
+
+__all__ = [
+    "CONTENT_BLOCK_ADAPTER",
+    "MESSAGE_ADAPTER",
+    "STREAM_CHUNK_ADAPTER",
+    "AssistantContentBlock",
+    "AssistantMessage",
+    "BlockEndChunk",
+    "BlockStartChunk",
+    "BlockType",
+    "ContentBlock",
+    "FinishChunk",
+    "FinishKind",
+    "FinishReason",
+    "ImageBlock",
+    "LlmFailure",
+    "Message",
+    "MessageSource",
+    "Model",
+    "ModelRequest",
+    "ModelSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "ReasoningDeltaChunk",
+    "Sampling",
+    "StreamChunk",
+    "TextBlock",
+    "TextDeltaChunk",
+    "ToolCallBlock",
+    "ToolCallDeltaChunk",
+    "ToolResultBlock",
+    "ToolResultContentBlock",
+    "ToolResultMessage",
+    "ToolSchema",
+    "ToolSource",
+    "Usage",
+    "UsageChunk",
+    "UserContentBlock",
+    "UserMessage",
+    "UserSource",
+    "WireModel",
+    "assemble_message",
+]
