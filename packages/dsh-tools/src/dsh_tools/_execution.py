@@ -1,0 +1,78 @@
+"""Who is calling which tool with what: ``ToolCall``, ``ToolCaller`` and ``ToolExecution``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from dsh_llm import ToolCallBlock
+
+__all__ = ["ToolCall", "ToolCaller", "ToolExecution", "freeze_json"]
+
+
+@runtime_checkable
+class ToolCaller(Protocol):
+    """The agent on whose behalf a tool runs.
+
+    ``session_id`` is the agent's session id (``session.header.id``); ``cwd`` its session working
+    directory (absolute), ``None`` when the session has none.
+    """
+
+    @property
+    def session_id(self) -> str:
+        """The calling agent's session id."""
+        ...
+
+    @property
+    def cwd(self) -> str | None:
+        """The calling agent's session working directory, when it has one."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call as the model made it: the provider's call id, the tool name, the raw arguments.
+
+    ``arguments`` is the JSON text exactly as the model produced it.
+    """
+
+    call_id: str
+    name: str
+    arguments: str
+
+    @classmethod
+    def from_block(cls, block: ToolCallBlock) -> ToolCall:
+        """The call a ``tool-call`` content block describes."""
+        return cls(call_id=block.id, name=block.name, arguments=block.arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecution:
+    """One dispatched call, as the hooks and the tool body see it. Immutable.
+
+    ``arguments`` is the parsed JSON object, deep-frozen (mappings are read-only, arrays are
+    tuples); the validated parameter model is passed to the body separately. ``caller`` is the
+    agent, or ``None`` when the call has none. Cancellation is asyncio's: the body runs in the
+    caller's task, so cancelling that task interrupts it.
+    """
+
+    call_id: str
+    tool_name: str
+    arguments: Mapping[str, Any]
+    caller: ToolCaller | None = None
+
+    @property
+    def session_id(self) -> str | None:
+        """The caller's session id, ``None`` without a caller."""
+        return self.caller.session_id if self.caller is not None else None
+
+
+def freeze_json(value: Any) -> Any:
+    """A deep-frozen copy of parsed JSON: dicts become read-only mappings, lists become tuples."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: freeze_json(item) for key, item in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(freeze_json(item) for item in value)
+    return value
