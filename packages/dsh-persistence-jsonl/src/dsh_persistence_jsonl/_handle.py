@@ -1,0 +1,248 @@
+"""``JsonlSessionHandle``: one session opened for read or write on a JSONL root."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Self
+
+from dsh_persistence import (
+    SessionHandleClosedError,
+    SessionPersistenceNotFoundError,
+    SessionReadOnlyError,
+    assert_contiguous,
+    check_read_range,
+    materialize_append_batch,
+)
+from dsh_persistence_jsonl._fileio import append_with_rollback
+from dsh_persistence_jsonl._lock import SessionLock
+from dsh_persistence_jsonl._scan import LogDamage
+from dsh_persistence_jsonl._store import read_suffix
+from dsh_persistence_jsonl._zstdframes import compress_frame
+from dsh_session import SessionEvent, SessionHeader, encode_rows
+
+if TYPE_CHECKING:
+    from dsh_persistence_jsonl._backend import JsonlPersistence
+
+Access = Literal["read", "write"]
+
+
+class JsonlSessionHandle:
+    """A per-session handle of :class:`JsonlPersistence` (an async context manager).
+
+    A write handle is the single owner (in-process registry plus an ``flock`` held on the
+    session's lock file); it serves reads from the log it validated at open plus its own appends.
+    A read handle never owns anything and re-reads only the bytes appended since its last read.
+    """
+
+    def __init__(
+        self,
+        backend: JsonlPersistence,
+        *,
+        header: SessionHeader,
+        header_line: bytes,
+        inherited_event_count: int,
+        access: Access,
+        path: Path | None,
+        events: list[SessionEvent],
+        committed_end: int,
+        lines: int,
+        ino: int = 0,
+    ) -> None:
+        self._backend = backend
+        self._header = header
+        self._header_line = header_line
+        self._inherited = inherited_event_count
+        self._access: Access = access
+        self._path = path
+        self._events = events
+        self._offset = committed_end
+        self._lines = lines
+        self._ino = ino
+        self._closed = False
+        self._close_task: asyncio.Future[None] | None = None
+        self._mutex = asyncio.Lock()
+        # write side
+        self._fd: int | None = None
+        self._lock: SessionLock | None = None
+        self._truncate_to: int | None = None
+        self._dirty = False
+        self._touched = False
+        self._created = False
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._header.id
+
+    @property
+    def header(self) -> SessionHeader:
+        """The header, fixed at create/open."""
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        """How many leading events a fork inherited (0 when not seeded)."""
+        return self._inherited
+
+    @property
+    def access(self) -> Access:
+        """``"read"`` or ``"write"``."""
+        return self._access
+
+    @property
+    def materialized(self) -> bool:
+        """True once the session's artifact exists (write handles of created sessions: after
+        the first append or flush)."""
+        return self._path is not None and (self._access == "read" or self._fd is not None)
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise SessionHandleClosedError(self.id, operation=operation)
+
+    async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
+        """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end)."""
+        self._check_open("read")
+        check_read_range(offset, length)
+        if self._access == "read":
+            await self._refresh()
+        stop = None if length is None else offset + length
+        return self._events[offset:stop]
+
+    async def append(self, events: Sequence[SessionEvent]) -> None:
+        """Append a contiguous batch starting at the stored next seq; visible on return."""
+        self._check_open("append")
+        if self._access == "read":
+            raise SessionReadOnlyError(self.id, operation="append")
+        batch = materialize_append_batch(self.id, events)  # TypeError: not events / not JSON
+        if not batch.events:
+            return
+        async with self._mutex:
+            self._check_open("append")
+            assert_contiguous(self.id, batch.events, len(self._events))
+            if self._backend.pack_chunks:
+                rows = encode_rows(batch.events, pack_chunks=True)
+            else:
+                rows = list(batch.lines)
+            payload = b"\n".join(rows) + b"\n"
+            if self._fd is None:
+                await self._backend._materialize(self, payload)
+            else:
+                self._write(payload)
+            self._events.extend(batch.events)
+            self._touched = True
+
+    def _write(self, payload: bytes) -> None:
+        fd = self._fd
+        assert fd is not None
+        if self._truncate_to is not None:
+            os.ftruncate(fd, self._truncate_to)
+            os.fsync(fd)
+            self._offset = self._truncate_to
+            self._truncate_to = None
+        data = compress_frame(payload) if self._backend.compression == "zstd" else payload
+        self._offset = append_with_rollback(fd, self._offset, data, sync=False)
+        self._dirty = True
+
+    async def flush(self) -> None:
+        """Make every appended event durable; materializes an empty created session."""
+        self._check_open("flush")
+        if self._access == "read":
+            raise SessionReadOnlyError(self.id, operation="flush")
+        async with self._mutex:
+            self._check_open("flush")
+            await self._sync()
+
+    async def _sync(self) -> None:
+        self._touched = True
+        if self._fd is None:
+            await self._backend._materialize(self, b"")
+        elif self._dirty:
+            await asyncio.to_thread(os.fsync, self._fd)
+            self._dirty = False
+
+    async def close(self) -> None:
+        """Drain, make durable, release ownership. Idempotent and shielded from cancellation."""
+        if self._close_task is None:
+            self._closed = True
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        try:
+            async with self._mutex:
+                if self._access == "write" and self._fd is not None and self._dirty:
+                    await asyncio.to_thread(os.fsync, self._fd)
+                    self._dirty = False
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Drop every resource without syncing (close's last step; also a failed open's)."""
+        self._closed = True
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        self._backend._forget(self)
+
+    async def __aenter__(self) -> Self:
+        """Return the handle itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the handle."""
+        await self.close()
+
+    # -- read side --------------------------------------------------------------------------
+
+    async def _refresh(self) -> None:
+        if self._path is None:
+            path = await self._backend._path_of_created(self.id)
+            if path is None:
+                return  # still pending in this instance: nothing written yet
+            self._path = path
+            self._offset, self._lines, self._ino = -1, 1, 0
+        path = self._path
+        try:
+            if self._offset < 0:
+                found = await asyncio.to_thread(self._backend._load_for_read, self.id, path)
+                self._header_line = found.header_line
+                self._events.extend(found.body.events)
+                self._offset = found.body.committed_end
+                self._lines = 1 + found.body.lines
+                self._ino = found.ino
+                return
+            got = await asyncio.to_thread(
+                read_suffix,
+                path,
+                self._backend.compression,
+                offset=self._offset,
+                expected_seq=len(self._events),
+                first_line=self._lines + 1,
+                ino=self._ino,
+            )
+        except FileNotFoundError:
+            raise SessionPersistenceNotFoundError(self.id) from None
+        except LogDamage as damage:
+            raise self._backend._damage(self.id, path, damage) from damage
+        if got is None:
+            return
+        scan, _size = got
+        self._events.extend(scan.events)
+        self._offset = scan.committed_end
+        self._lines += scan.lines

@@ -1,0 +1,237 @@
+"""Reading one stored artifact: its header, its body (full or from an offset), its metadata."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from dsh_persistence_jsonl._scan import (
+    BodyScan,
+    LogDamage,
+    gc_paused,
+    scan_frames_plaintext,
+    scan_plain,
+)
+from dsh_persistence_jsonl._zstdframes import FrameError, decompress_frame, scan_frames
+from dsh_session import SessionHeader, row_last_seq
+
+Compression = Literal["none", "zstd"]
+"""The physical encoding of a root: plain UTF-8 JSONL or concatenated zstd frames."""
+
+LOG_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
+_HEADER_CHUNK = 8192
+_TAIL_CHUNK = 8192
+
+
+def revision_of(st: os.stat_result) -> str:
+    """``dev:ino:size:mtime_ns:ctime_ns`` — equal iff the artifact did not change."""
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+@dataclass(slots=True)
+class LoadedLog:
+    """A whole artifact scanned: header, events, and where the committed bytes end."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    header_line: bytes
+    body: BodyScan
+    header_end: int
+    """Byte offset just past the header line (plain) or header frame (zstd)."""
+    size: int
+    ino: int
+
+
+HeaderDecoder = Callable[[bytes], tuple[SessionHeader, int]]
+"""Decodes a physical header line to ``(header, inherited_event_count)``; version first."""
+
+
+def _split_header_plain(data: bytes) -> tuple[bytes, int]:
+    newline = data.find(b"\n")
+    if newline == -1:
+        raise LogDamage(1, "the header line is incomplete")
+    return data[:newline], newline + 1
+
+
+def load_plain(
+    data: bytes, decode: HeaderDecoder
+) -> tuple[SessionHeader, int, bytes, int, BodyScan]:
+    """Header, cut, header line, header end offset and scanned body of a plain log's bytes."""
+    header_line, header_end = _split_header_plain(data)
+    header, inherited = decode(header_line)
+    with gc_paused():
+        body = scan_plain(data[header_end:], base=header_end, expected_seq=0, first_line=2)
+    return header, inherited, header_line, header_end, body
+
+
+def _header_frame(data: bytes) -> tuple[bytes, int, list[tuple[int, int]], int | None]:
+    try:
+        scan = scan_frames(data)
+    except FrameError as exc:
+        raise LogDamage(None, str(exc)) from exc
+    if not scan.frames:
+        raise LogDamage(1, "the file holds no complete zstd frame (no header frame)")
+    start, end = scan.frames[0]
+    try:
+        plaintext = decompress_frame(memoryview(data)[start:end], start)
+    except FrameError as exc:
+        raise LogDamage(1, str(exc)) from exc
+    if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
+        raise LogDamage(1, "the first zstd frame is not exactly one header line")
+    return plaintext[:-1], end, scan.frames[1:], scan.torn_start
+
+
+def decode_frames(
+    data: bytes | memoryview, frames: list[tuple[int, int]], base: int = 0
+) -> list[tuple[int, int, bytes]]:
+    """Decompress complete frames (spans relative to ``base``); a bad frame is ``LogDamage``."""
+    view = memoryview(data)
+    out: list[tuple[int, int, bytes]] = []
+    for start, end in frames:
+        try:
+            out.append((start, end, decompress_frame(view[start - base : end - base], start)))
+        except FrameError as exc:
+            raise LogDamage(None, str(exc)) from exc
+    return out
+
+
+def load_zstd(
+    data: bytes, decode: HeaderDecoder
+) -> tuple[SessionHeader, int, bytes, int, BodyScan]:
+    """Header, cut, header line, header-frame end and scanned body of a zstd log's bytes."""
+    header_line, header_end, frames, _torn = _header_frame(data)
+    header, inherited = decode(header_line)
+    with gc_paused():
+        plaintexts = decode_frames(data, frames)
+        body = scan_frames_plaintext(plaintexts, expected_seq=0, first_line=2, base=header_end)
+    return header, inherited, header_line, header_end, body
+
+
+def read_file(path: Path) -> tuple[bytes, os.stat_result]:
+    """The whole file and its stat, read stably (retried if it changed while being read)."""
+    for _ in range(5):
+        with path.open("rb") as f:
+            before = os.fstat(f.fileno())
+            data = f.read()
+        after = os.stat(path)
+        if (before.st_ino, before.st_size, before.st_mtime_ns) == (
+            after.st_ino,
+            after.st_size,
+            after.st_mtime_ns,
+        ) and len(data) == after.st_size:
+            return data, after
+    return data, after
+
+
+def load_log(path: Path, compression: Compression, decode: HeaderDecoder) -> LoadedLog:
+    """Scan a whole artifact: header first (``decode``), then the body.
+
+    Raises ``LogDamage``, ``FileNotFoundError`` or whatever ``decode`` raises.
+    """
+    data, st = read_file(path)
+    loader = load_plain if compression == "none" else load_zstd
+    header, inherited, header_line, header_end, body = loader(data, decode)
+    return LoadedLog(header, inherited, header_line, body, header_end, len(data), st.st_ino)
+
+
+def read_suffix(
+    path: Path,
+    compression: Compression,
+    *,
+    offset: int,
+    expected_seq: int,
+    first_line: int,
+    ino: int,
+) -> tuple[BodyScan, int] | None:
+    """Scan the bytes from ``offset`` (an accepted-unit boundary); ``None`` when unchanged.
+
+    Returns the scan and the file size. Raises ``FileNotFoundError`` when the file is gone and
+    ``LogDamage`` when it shrank below ``offset`` or was replaced.
+    """
+    with path.open("rb") as f:
+        st = os.fstat(f.fileno())
+        if st.st_ino != ino:
+            raise LogDamage(None, "the log file was replaced while a read handle was open")
+        if st.st_size < offset:
+            raise LogDamage(None, f"the log shrank below {offset} bytes it had already served")
+        if st.st_size == offset:
+            return None
+        f.seek(offset)
+        data = f.read()
+    if compression == "none":
+        scan = scan_plain(data, base=offset, expected_seq=expected_seq, first_line=first_line)
+    else:
+        try:
+            frames = scan_frames(data, base=offset).frames
+        except FrameError as exc:
+            raise LogDamage(None, str(exc)) from exc
+        plaintexts = decode_frames(data, frames, base=offset)
+        scan = scan_frames_plaintext(
+            plaintexts, expected_seq=expected_seq, first_line=first_line, base=offset
+        )
+    return scan, offset + len(data)
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderInfo:
+    """What ``stat``/``list`` read: the header line, the stat result and the event count."""
+
+    header_line: bytes
+    st: os.stat_result
+    event_count: int | None
+
+
+def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | None:
+    if size <= header_end:
+        return 0
+    if size <= len(head):
+        tail = head[header_end:]
+    else:
+        start = max(header_end, size - _TAIL_CHUNK)
+        tail = os.pread(fd, size - start, start)
+    if not tail.endswith(b"\n"):
+        cut = tail.rfind(b"\n")
+        if cut == -1:
+            return None
+        tail = tail[: cut + 1]
+    line_start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
+    if line_start == 0 and size > len(head) and size - _TAIL_CHUNK > header_end:
+        return None  # a last row longer than the probe: not cheap, so unknown
+    try:
+        return row_last_seq(tail[line_start:-1]) + 1
+    except (ValueError, TypeError):
+        return None
+
+
+def read_header_info(path: Path, compression: Compression) -> HeaderInfo:
+    """Read only the header (first line or first frame), the metadata and the last row."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        head = os.pread(fd, _HEADER_CHUNK, 0)
+        if compression == "none":
+            while b"\n" not in head and len(head) < st.st_size:
+                more = os.pread(fd, _HEADER_CHUNK * 8, len(head))
+                if not more:
+                    break
+                head += more
+            header_line, header_end = _split_header_plain(head)
+            count = _last_row_count(fd, st.st_size, header_end, head)
+            return HeaderInfo(header_line, st, count)
+        while True:
+            try:
+                header_line, _end, _frames, _torn = _header_frame(head)
+                break
+            except LogDamage:
+                if len(head) >= st.st_size:
+                    raise
+                more = os.pread(fd, max(len(head), _HEADER_CHUNK), len(head))
+                if not more:
+                    raise
+                head += more
+        return HeaderInfo(header_line, st, None)
+    finally:
+        os.close(fd)

@@ -1,0 +1,131 @@
+"""migrate_root: a zstd root into a new plain root, verified, never overwriting, source kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from dsh_persistence_jsonl import JsonlPersistence, MigrationStep, RootEncodingError, migrate_root
+from dsh_session import encode_event
+
+
+async def _zstd_root(root: Path, mk: Any, ids: list[str], *, pack: bool = True) -> None:
+    store = JsonlPersistence(root, compression="zstd", pack_chunks=pack)
+    for sid in ids:
+        async with await store.create(mk.header(sid)) as handle:
+            await handle.append([*mk.one_turn(), *mk.text_chunks(6, 5)])
+            await handle.append(mk.one_turn(11, turn=2))
+    await store.aclose()
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+async def test_every_session_is_migrated_to_a_readable_plain_root(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b"])
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert sorted(s.session_id for s in report.migrated) == ["a", "b"]
+    assert report.ok
+    assert not report.skipped
+    plain = JsonlPersistence(tmp_path / "dst")
+    source = JsonlPersistence(tmp_path / "src", compression="zstd")
+    for sid in ("a", "b"):
+        snap = await plain.stat(sid)
+        assert snap is not None
+        assert snap.plain_path is not None
+        assert snap.event_count == 17
+        async with await plain.open(sid, "read") as got, await source.open(sid, "read") as want:
+            assert [encode_event(e) for e in await got.read()] == [
+                encode_event(e) for e in await want.read()
+            ]
+
+
+async def test_packed_rows_come_out_expanded_one_event_per_line(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a"])
+    await migrate_root(tmp_path / "src", tmp_path / "dst")
+    snap = await JsonlPersistence(tmp_path / "dst").stat("a")
+    assert snap is not None
+    assert snap.plain_path is not None
+    assert len(mk.lines_of(Path(snap.plain_path))) == 1 + 17
+
+
+async def test_the_source_is_kept_byte_for_byte(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a"])
+    before = _tree(tmp_path / "src")
+    await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert _tree(tmp_path / "src") == before
+
+
+async def test_an_existing_destination_session_is_skipped_not_overwritten(
+    tmp_path: Path, mk: Any
+) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b"])
+    dest = JsonlPersistence(tmp_path / "dst")
+    async with await dest.create(mk.header("a")) as handle:
+        await handle.flush()
+    before = _tree(tmp_path / "dst")
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert [s.session_id for s in report.skipped] == ["a"]
+    assert [s.session_id for s in report.migrated] == ["b"]
+    after = _tree(tmp_path / "dst")
+    assert {k: v for k, v in after.items() if k in before} == before
+
+
+async def test_a_session_open_for_writing_fails_with_that_reason(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a"])
+    source = JsonlPersistence(tmp_path / "src", compression="zstd")
+    async with await source.open("a", "write"):
+        report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    (failed,) = report.failed
+    assert failed.reason is not None
+    assert "open for writing" in failed.reason
+    assert not report.ok
+    assert await JsonlPersistence(tmp_path / "dst").list() == []
+
+
+async def test_a_damaged_source_fails_naming_the_file(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b"])
+    path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("a"))
+    data = bytearray(path.read_bytes())
+    data[-2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    (failed,) = report.failed
+    assert failed.reason is not None
+    assert str(path) in failed.reason
+    assert [s.session_id for s in report.migrated] == ["b"]
+
+
+async def test_progress_is_called_once_per_session(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b", "c"])
+    seen: list[MigrationStep] = []
+    await migrate_root(tmp_path / "src", tmp_path / "dst", progress=seen.append)
+    assert [(s.done, s.total, s.outcome) for s in seen] == [
+        (1, 3, "migrated"),
+        (2, 3, "migrated"),
+        (3, 3, "migrated"),
+    ]
+
+
+async def test_a_plain_source_root_is_refused(tmp_path: Path, mk: Any) -> None:
+    store = JsonlPersistence(tmp_path / "src")
+    async with await store.create(mk.header("a")) as handle:
+        await handle.flush()
+    with pytest.raises(RootEncodingError):
+        await migrate_root(tmp_path / "src", tmp_path / "dst")
+
+
+async def test_a_torn_tail_is_left_behind(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a"])
+    path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("a"))
+    whole = zstandard.ZstdCompressor(write_checksum=True).compress(b'{"type":"turn/start"}\n')
+    path.write_bytes(path.read_bytes() + whole[: len(whole) // 2])
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert [s.session_id for s in report.migrated] == ["a"]
+    snap = await JsonlPersistence(tmp_path / "dst").stat("a")
+    assert snap is not None
+    assert snap.event_count == 17

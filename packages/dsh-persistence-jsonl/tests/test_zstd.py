@@ -1,0 +1,121 @@
+"""The zstd encoding: one checksummed frame per batch; torn final frame vs. damaged frame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from dsh_persistence import SessionPersistenceCorruptionError
+from dsh_persistence_jsonl import JsonlPersistence
+
+
+async def _written(root: Path, mk: Any, batches: int = 2) -> tuple[JsonlPersistence, Path]:
+    store = JsonlPersistence(root, compression="zstd")
+    async with await store.create(mk.header()) as handle:
+        for turn in range(batches):
+            await handle.append(mk.one_turn(6 * turn, turn=turn + 1))
+    return store, store.log_path(mk.header())
+
+
+def _frames(data: bytes) -> list[bytes]:
+    frames = []
+    while data:
+        assert zstandard.get_frame_parameters(data).has_checksum
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj.decompress(data)
+        used = len(data) - len(dobj.unused_data)
+        frames.append(data[:used])
+        data = data[used:]
+    return frames
+
+
+async def test_one_header_frame_then_one_frame_per_append(tmp_path: Path, mk: Any) -> None:
+    store, path = await _written(tmp_path, mk, batches=3)
+    frames = _frames(path.read_bytes())
+    assert len(frames) == 4
+    header = zstandard.ZstdDecompressor().decompress(frames[0])
+    assert header.startswith(b'{"type":"session"')
+    assert header.count(b"\n") == 1
+    await store.aclose()
+
+
+@pytest.mark.parametrize("cut", [1, 3, 6, 9])
+async def test_a_torn_final_frame_is_discarded_whole(tmp_path: Path, mk: Any, cut: int) -> None:
+    store, path = await _written(tmp_path, mk)
+    data = path.read_bytes()
+    path.write_bytes(data[:-cut])
+    async with await store.open("s-1", "read") as reader:
+        assert len(await reader.read()) == 6
+    async with await store.open("s-1", "write") as writer:
+        await writer.append(mk.one_turn(6, turn=2))
+    async with await JsonlPersistence(tmp_path, compression="zstd").open("s-1", "read") as r:
+        assert [e.seq for e in await r.read()] == list(range(12))
+    await store.aclose()
+
+
+async def test_a_checksum_failure_in_a_complete_frame_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    store, path = await _written(tmp_path, mk)
+    data = bytearray(path.read_bytes())
+    data[-2] ^= 0xFF  # inside the final frame's checksum: the structure stays complete
+    path.write_bytes(bytes(data))
+    with pytest.raises(SessionPersistenceCorruptionError, match=r"checksum|decompress"):
+        await store.open("s-1", "read")
+    await store.aclose()
+
+
+async def test_a_bad_magic_number_is_corruption(tmp_path: Path, mk: Any) -> None:
+    store, path = await _written(tmp_path, mk)
+    path.write_bytes(path.read_bytes() + b"\x00\x01\x02\x03\x04\x05")
+    with pytest.raises(SessionPersistenceCorruptionError, match="magic"):
+        await store.open("s-1", "read")
+    await store.aclose()
+
+
+async def test_a_complete_frame_ending_mid_line_is_corruption(tmp_path: Path, mk: Any) -> None:
+    store, path = await _written(tmp_path, mk, batches=1)
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    path.write_bytes(path.read_bytes() + compressor.compress(b'{"type":"turn/start"'))
+    with pytest.raises(SessionPersistenceCorruptionError, match="middle of a line"):
+        await store.open("s-1", "read")
+    await store.aclose()
+
+
+async def test_a_first_frame_that_is_not_one_header_line_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    store, path = await _written(tmp_path, mk, batches=1)
+    compressor = zstandard.ZstdCompressor(write_checksum=True)
+    plain = b"".join(
+        zstandard.ZstdDecompressor().decompressobj().decompress(f)
+        for f in _frames(path.read_bytes())
+    )
+    path.write_bytes(compressor.compress(plain))  # header and events in one frame
+    with pytest.raises(SessionPersistenceCorruptionError, match="header line") as info:
+        await store.open("s-1", "read")
+    assert info.value.line == 1
+    await store.aclose()
+
+
+async def test_stat_decompresses_only_the_header_frame(tmp_path: Path, mk: Any) -> None:
+    store, path = await _written(tmp_path, mk)
+    data = bytearray(path.read_bytes())
+    data[-2] ^= 0xFF  # damage the body: stat never looks at it
+    path.write_bytes(bytes(data))
+    snap = await store.stat("s-1")
+    assert snap is not None
+    assert snap.header.id == "s-1"
+    await store.aclose()
+
+
+async def test_zstd_log_is_smaller_than_plain_for_repetitive_turns(tmp_path: Path, mk: Any) -> None:
+    plain = JsonlPersistence(tmp_path / "plain")
+    packed = JsonlPersistence(tmp_path / "zstd", compression="zstd")
+    for store in (plain, packed):
+        async with await store.create(mk.header()) as handle:
+            await handle.append([e for t in range(20) for e in mk.one_turn(6 * t, turn=t + 1)])
+    assert packed.log_path(mk.header()).stat().st_size < plain.log_path(mk.header()).stat().st_size
