@@ -111,6 +111,23 @@ def build(session: nox.Session) -> None:
     session.log(f"dist/ holds {len(list(DIST.glob('*.whl')))} wheels for version {_version()}")
 
 
+# Contract suites that run once per backend configuration, each as its own session. The
+# package's tests/test_contract.py reads the variable and runs only that configuration; the
+# package's `tests` session leaves that file to these sessions.
+CONTRACT_VARIANTS: dict[str, tuple[str, str, str]] = {
+    "jsonl-none": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none"),
+    "jsonl-zstd": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd"),
+    "jsonl-zstd-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd-pack"),
+    "sqlite-compressed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "compressed"),
+    "sqlite-plain": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "plain"),
+}
+CONTRACTS = [
+    name
+    for name, (pkg, _, _) in CONTRACT_VARIANTS.items()
+    if (PACKAGES_DIR / pkg / "tests" / "test_contract.py").exists()
+]
+
+
 @nox.session(python=None)
 @nox.parametrize("package", PACKAGES, ids=PACKAGES)
 def tests(session: nox.Session, package: str) -> None:
@@ -118,8 +135,27 @@ def tests(session: nox.Session, package: str) -> None:
     _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package), *_test_group(package))
     session.chdir(ROOT)
-    session.run("pytest", f"packages/{package}/tests", *session.posargs)
+    ignore = []
+    if any(CONTRACT_VARIANTS[c][0] == package for c in CONTRACTS):
+        ignore = [f"--ignore=packages/{package}/tests/test_contract.py"]
+    session.run("pytest", f"packages/{package}/tests", *ignore, *session.posargs)
     session.run("python", "tools/run_readme_examples.py", f"packages/{package}/README.md")
+
+
+@nox.session(python=None)
+@nox.parametrize("variant", CONTRACTS, ids=CONTRACTS)
+def contract(session: nox.Session, variant: str) -> None:
+    """One backend configuration against the seam's published contract suite."""
+    package, variable, value = CONTRACT_VARIANTS[variant]
+    _ensure_built(session, _closure(package))
+    _install_from_dist(session, _pinned(package), *_test_group(package))
+    session.chdir(ROOT)
+    session.run(
+        "pytest",
+        f"packages/{package}/tests/test_contract.py",
+        *session.posargs,
+        env={variable: value},
+    )
 
 
 @nox.session(python=None)
@@ -142,6 +178,23 @@ def integration(session: nox.Session) -> None:
     _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
     session.chdir(ROOT)
     session.run("pytest", "tests-integration", *session.posargs)
+
+
+@nox.session(python=None, default=False)
+def crash(session: nox.Session) -> None:
+    """The long crash run: 200 SIGKILL trials per backend configuration."""
+    _ensure_built(session)
+    deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
+    _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
+    session.chdir(ROOT)
+    session.run(
+        "pytest",
+        "tests-integration",
+        "-m",
+        "crash",
+        *session.posargs,
+        env={"DSH_CRASH_TRIALS": "200"},
+    )
 
 
 @nox.session(python=None)
