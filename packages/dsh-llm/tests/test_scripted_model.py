@@ -72,6 +72,15 @@ async def test_callable_entry_may_return_an_async_iterator() -> None:
     assert await _collect(model, _request()) == [TextDeltaChunk(index=0, text="m")]
 
 
+async def test_callable_entry_may_be_a_coroutine_function() -> None:
+    async def later(request: ModelRequest) -> list[StreamChunk]:
+        await asyncio.sleep(0)
+        return text_response("awaited")
+
+    model = ScriptedModel([later])
+    assert await _collect(model, _request()) == text_response("awaited")
+
+
 async def test_add_appends_entries_and_remaining_counts_them() -> None:
     model = ScriptedModel([text_response("a")])
     model.add(text_response("b"), HANG)

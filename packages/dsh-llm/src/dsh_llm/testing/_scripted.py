@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dsh_llm._chunks import StreamChunk
@@ -25,10 +26,15 @@ HANG = Hang()
 
 ScriptEntry = (
     Sequence[StreamChunk]
-    | Callable[[ModelRequest], Sequence[StreamChunk] | AsyncIterator[StreamChunk]]
+    | Callable[
+        [ModelRequest],
+        Sequence[StreamChunk] | AsyncIterator[StreamChunk] | Awaitable[Sequence[StreamChunk]],
+    ]
     | Hang
 )
-"""One scripted response: chunks, a callable from the request to chunks, or a ``Hang``."""
+"""One scripted response: chunks, a callable from the request to chunks (a sequence, an async
+iterator, or an awaitable sequence, so ``async def`` functions and generators both work), or a
+``Hang``."""
 
 
 class ScriptExhaustedError(RuntimeError):
@@ -85,6 +91,8 @@ class ScriptedModel:
             return
         if callable(entry):
             produced = entry(request)
+            if inspect.isawaitable(produced):
+                produced = await produced
             if isinstance(produced, AsyncIterator):
                 async for chunk in produced:
                     await asyncio.sleep(0)
