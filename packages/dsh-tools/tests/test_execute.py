@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, model_validator
 
 from dsh_llm import ImageBlock, TextBlock, ToolCallBlock
 from dsh_tools import (
@@ -188,6 +188,22 @@ async def test_argument_text_that_is_not_a_json_object_is_invalid_args(
     assert result.text == f"Error: Invalid arguments for tool echo: {problem}"
     assert result.error is not None
     assert result.error.code == "INVALID_ARGS"
+
+
+async def test_a_parameters_validator_raising_a_non_value_error_is_an_error_result() -> None:
+    class Picky(BaseModel):
+        @model_validator(mode="before")
+        @classmethod
+        def _explode(cls, data: Any) -> Any:
+            raise LookupError("validator crashed")
+
+    class PickyTool(Returning):
+        name = "picky"
+        parameters = Picky  # type: ignore[assignment]
+
+    result = await _run(PickyTool("never"))
+    assert result.error == ToolErrorInfo(name="LookupError", code="TOOL_ERROR")
+    assert result.text == "Error: validator crashed"
 
 
 async def test_invalid_args_never_run_the_body(registry: ToolRegistry, echo: Any) -> None:

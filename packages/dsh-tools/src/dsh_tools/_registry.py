@@ -15,7 +15,6 @@ from dsh_tools._definition import ToolDefinition
 from dsh_tools._disposer import Disposer
 from dsh_tools._errors import (
     DuplicateToolError,
-    InvalidToolArgumentsError,
     InvalidToolDefinitionError,
     ToolAbortedError,
     ToolDeniedError,
@@ -165,7 +164,7 @@ class ToolRegistry:
         try:
             parsed = parse_arguments(call.name, call.arguments)
             args = validate_arguments(call.name, definition.parameters, parsed)
-        except InvalidToolArgumentsError as error:
+        except Exception as error:  # a parameters validator may raise anything
             return ToolResult.from_exception(error)
         execution = ToolExecution(
             call_id=call.call_id,
