@@ -179,8 +179,9 @@ def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) ->
     message says "not losslessly JSON-serializable" for bad data). Contiguity is checked
     separately (``assert_contiguous``).
     """
-    if isinstance(events, (str, bytes)) or not isinstance(events, Sequence):
-        raise TypeError(f"append takes a sequence of events, got {type(events).__name__}")
+    given: object = events
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
     detached: list[SessionEvent] = []
     lines: list[bytes] = []
     for index, event in enumerate(events):

@@ -1,0 +1,96 @@
+"""``PersistenceFixture``: the one thing a backend author hands to the contract suite."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_persistence._protocols import SessionPersistence
+
+REOPEN = "reopen"
+CROSS_PROCESS = "cross_process"
+CORRUPT_TAIL = "corrupt_tail"
+PLAIN_PATH = "plain_path"
+
+CAPABILITIES: dict[str, str] = {
+    REOPEN: "a second instance() over the same storage sees what the first made durable, like "
+    "another process reopening it (write ownership is exclusive across instances too)",
+    CROSS_PROCESS: "child_factory rebuilds an instance over the same storage in a child process; "
+    "write ownership is exclusive across processes and released when the holder exits or is "
+    "killed (needs reopen)",
+    CORRUPT_TAIL: "the corrupt_tail(session_id) hook appends a torn record after the committed "
+    "log of a closed session (needs reopen)",
+    PLAIN_PATH: "snapshots of materialized sessions carry plain_path, a plain JSONL file whose "
+    "bytes equal export_session's output",
+}
+"""Every capability a backend may declare, with what declaring it promises."""
+
+_Maybe = Awaitable[Any] | Any
+
+
+async def _resolve(value: _Maybe) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+@dataclass(frozen=True, kw_only=True)
+class PersistenceFixture:
+    """How the contract suite gets backend instances over one test's storage.
+
+    - ``factory()``: a *new* backend instance over this fixture's storage (sync or async); the
+      storage starts empty for every test, and the second call is "another process reopening";
+    - ``capabilities``: the names of ``CAPABILITIES`` the backend declares; a clause needing an
+      undeclared one is skipped with that reason, and nothing else skips;
+    - ``corrupt_tail(session_id)``: with ``corrupt_tail``, append a torn record (half a line,
+      half a frame) after the committed log of a closed session, out of band;
+    - ``child_factory`` and ``child_args``: with ``cross_process``, ``"module:function"`` (or
+      ``"/path/to/file.py:function"``) called in a child process as ``function(child_args)``
+      (sync or async; ``child_args`` must be JSON-serializable) to rebuild an instance over the
+      same storage;
+    - ``cleanup()``: optional, run after each clause (sync or async).
+    """
+
+    factory: Callable[[], _Maybe]
+    capabilities: frozenset[str] = frozenset()
+    corrupt_tail: Callable[[str], _Maybe] | None = None
+    child_factory: str | None = None
+    child_args: Any = None
+    cleanup: Callable[[], _Maybe] | None = None
+    clause_timeout: float = field(default=300.0)
+
+    def __post_init__(self) -> None:
+        capabilities = frozenset(self.capabilities)
+        object.__setattr__(self, "capabilities", capabilities)
+        unknown = sorted(capabilities - CAPABILITIES.keys())
+        if unknown:
+            raise ValueError(
+                f"unknown capabilities {unknown}; the known ones are {sorted(CAPABILITIES)}"
+            )
+        if CORRUPT_TAIL in capabilities and self.corrupt_tail is None:
+            raise ValueError("capability 'corrupt_tail' needs the corrupt_tail hook")
+        if CROSS_PROCESS in capabilities and not self.child_factory:
+            raise ValueError("capability 'cross_process' needs child_factory ('module:function')")
+        for needs_reopen in (CROSS_PROCESS, CORRUPT_TAIL):
+            if needs_reopen in capabilities and REOPEN not in capabilities:
+                raise ValueError(f"capability {needs_reopen!r} needs 'reopen' too")
+        if self.child_factory is not None and ":" not in self.child_factory:
+            raise ValueError(
+                f"child_factory must look like 'module:function', got {self.child_factory!r}"
+            )
+
+    async def instance(self) -> SessionPersistence:
+        """A new backend instance over this fixture's storage."""
+        persistence: SessionPersistence = await _resolve(self.factory())
+        return persistence
+
+    async def run_corrupt_tail(self, session_id: str) -> None:
+        """Run the ``corrupt_tail`` hook."""
+        if self.corrupt_tail is None:
+            raise RuntimeError("this fixture has no corrupt_tail hook")
+        await _resolve(self.corrupt_tail(session_id))
+
+    async def run_cleanup(self) -> None:
+        """Run the ``cleanup`` hook, if any."""
+        if self.cleanup is not None:
+            await _resolve(self.cleanup())

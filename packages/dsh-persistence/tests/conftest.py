@@ -1,0 +1,528 @@
+"""A test-only reference backend (files + ``fcntl.flock``) and deliberately broken variants.
+
+``DirPersistence`` is small but honest: one directory per session holding ``log.jsonl`` (the
+header line, then one canonical line per event: the plain export format) and ``lock`` (the
+single-writer lock, an ``flock`` that the kernel drops when the holder dies). It passes every
+clause of the contract, including the cross-process ones: a child process rebuilds it from this
+very file (``child_backend``). Each ``Broken*`` subclass breaks one promise on purpose, so the
+suite can be shown to catch it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_persistence import (
+    Access,
+    SessionAlreadyExistsError,
+    SessionAlreadyOwnedError,
+    SessionHandleClosedError,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceNotFoundError,
+    SessionReadOnlyError,
+    SessionSnapshot,
+    assert_contiguous,
+    assert_writable_events,
+    check_read_range,
+    decode_stored_header,
+    materialize_append_batch,
+    materialize_create_header,
+)
+from dsh_persistence.testing import PersistenceFixture
+from dsh_session import SessionEvent, SessionHeader, decode_event, encode_header_line
+
+THIS_FILE = str(Path(__file__).resolve())
+ALL_CAPABILITIES = frozenset({"reopen", "cross_process", "corrupt_tail", "plain_path"})
+
+
+def _parse(session_id: str, path: Path) -> tuple[SessionHeader, int, list[SessionEvent], int]:
+    """(header, inherited count, events, byte length of the committed part) of a log file."""
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    torn = lines.pop()  # b"" after a final newline, else a torn fragment
+    committed = len(data) - len(torn)
+    if not lines:
+        raise SessionPersistenceCorruptionError(session_id, "no header", artifact=str(path))
+    header, inherited = decode_stored_header(session_id, lines[0], artifact=str(path))
+    events: list[SessionEvent] = []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            events.append(decode_event(line))
+        except ValueError as error:
+            if number == len(lines):  # an unparsable last line is a torn tail, not damage
+                committed -= len(line) + 1
+                break
+            raise SessionPersistenceCorruptionError(
+                session_id, str(error), artifact=str(path), line=number
+            ) from error
+    return header, inherited, events, committed
+
+
+class DirHandle:
+    """A handle of ``DirPersistence``."""
+
+    def __init__(
+        self,
+        owner: DirPersistence,
+        header: SessionHeader,
+        inherited: int,
+        access: Access,
+        *,
+        lock: Any = None,
+        next_seq: int = 0,
+        materialized: bool = True,
+    ) -> None:
+        self._owner = owner
+        self.id = header.id
+        self.header = header
+        self.inherited_event_count = inherited
+        self.access: Access = access
+        self._lock = lock
+        self._next_seq = next_seq
+        self._materialized = materialized
+        self._closed = False
+        self._closing: asyncio.Future[None] | None = None
+        self._mutex = asyncio.Lock()
+
+    def _check(self, operation: str, *, write: bool = False) -> None:
+        if self._closed:
+            raise SessionHandleClosedError(self.id, operation=operation)
+        if write and self.access != "write":
+            raise SessionReadOnlyError(self.id, operation=operation)
+
+    async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
+        self._check("read")
+        check_read_range(offset, length)
+        path = self._owner.log_path(self.id)
+        if not path.exists():
+            if self.id in self._owner.pending:
+                return []
+            raise SessionPersistenceNotFoundError(self.id)
+        events = self._owner.served_events(self.id, _parse(self.id, path)[2])
+        end = None if length is None else offset + length
+        return events[offset:end]
+
+    async def append(self, events: Sequence[SessionEvent]) -> None:
+        self._check("append", write=True)
+        batch = materialize_append_batch(self.id, events)
+        async with self._mutex:
+            await asyncio.sleep(0)  # a real backend would wait for I/O here
+            self._owner.check_contiguous(self.id, batch.events, self._next_seq)
+            if not batch.events:
+                return
+            self._write(b"".join(line + b"\n" for line in batch.lines))
+            self._next_seq += len(batch.events)
+
+    def _write(self, body: bytes) -> None:
+        path = self._owner.log_path(self.id)
+        if not self._materialized:
+            head = encode_header_line(self.header, self.inherited_event_count) + b"\n"
+            with path.open("xb") as file:
+                file.write(head + body)
+                os.fsync(file.fileno())
+            self._materialized = True
+            self._owner.pending.discard(self.id)
+            return
+        with path.open("ab") as file:
+            file.write(body)
+            os.fsync(file.fileno())
+
+    async def flush(self) -> None:
+        self._check("flush", write=True)
+        async with self._mutex:
+            if not self._materialized:
+                self._write(b"")
+
+    async def close(self) -> None:
+        if self._closing is None:
+            self._closed = True
+            self._closing = asyncio.ensure_future(self._close())
+        await self._owner.await_close(self._closing)
+
+    async def _close(self) -> None:
+        async with self._mutex:
+            await asyncio.sleep(0)  # draining would happen here
+            if self.access == "write":
+                if not self._materialized:
+                    self._owner.erase(self)
+                self._owner.release(self.id, self._lock)
+            self._owner.handles.discard(self)
+
+    async def __aenter__(self) -> DirHandle:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+
+class DirPersistence:
+    """The reference backend: a directory of sessions, single writer by ``flock``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.pending: set[str] = set()
+        self.handles: set[DirHandle] = set()
+
+    # --- layout and ownership (the broken variants override these) ---------------------------
+
+    def session_dir(self, session_id: str) -> Path:
+        return self.root / session_id.encode("utf-8", "surrogatepass").hex()
+
+    def log_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "log.jsonl"
+
+    def acquire(self, session_id: str) -> Any:
+        """The write lock of ``session_id``, or ``None`` when someone else holds it."""
+        directory = self.session_dir(session_id)
+        directory.mkdir(exist_ok=True)
+        fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def release(self, session_id: str, lock: Any) -> None:
+        if lock is not None:
+            os.close(lock)
+
+    def abandon_claim(self, session_id: str, lock: Any) -> None:
+        """Give up the lock of a write open that failed."""
+        self.release(session_id, lock)
+
+    async def await_close(self, closing: asyncio.Future[None]) -> None:
+        await asyncio.shield(closing)
+
+    def erase(self, handle: DirHandle) -> None:
+        self.pending.discard(handle.id)
+
+    def check_contiguous(self, session_id: str, events: Sequence[SessionEvent], nxt: int) -> None:
+        assert_contiguous(session_id, events, nxt)
+
+    def served_events(self, session_id: str, events: list[SessionEvent]) -> list[SessionEvent]:
+        return events
+
+    def repair(self, path: Path, committed: int) -> None:
+        with path.open("r+b") as file:
+            file.truncate(committed)
+            os.fsync(file.fileno())
+
+    def revision(self, path: Path) -> str:
+        info = path.stat()
+        return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
+
+    def vocabulary_check(self, session_id: str, events: list[SessionEvent], path: Path) -> None:
+        assert_writable_events(session_id, events, artifact=str(path))
+
+    # --- the service -------------------------------------------------------------------------
+
+    def _track(self, handle: DirHandle) -> DirHandle:
+        self.handles.add(handle)
+        return handle
+
+    async def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> DirHandle:
+        header = materialize_create_header(header, inherited_event_count)
+        session_id = header.id
+        if session_id in self.pending or self.log_path(session_id).exists():
+            raise SessionAlreadyExistsError(session_id)
+        lock = self.acquire(session_id)
+        if lock is None or self.log_path(session_id).exists():
+            self.release(session_id, lock)
+            raise SessionAlreadyExistsError(session_id)
+        self.pending.add(session_id)
+        handle = DirHandle(
+            self, header, inherited_event_count, "write", lock=lock, materialized=False
+        )
+        return self._track(handle)
+
+    async def open(self, session_id: str, access: Access) -> DirHandle:
+        path = self.log_path(session_id)
+        if session_id in self.pending:
+            if access == "write":
+                raise SessionAlreadyOwnedError(session_id)
+            creator = next(h for h in self.handles if h.id == session_id and h.access == "write")
+            header, inherited = creator.header, creator.inherited_event_count
+            return self._track(DirHandle(self, header, inherited, "read"))
+        if not path.exists():
+            raise SessionPersistenceNotFoundError(session_id)
+        if access == "read":
+            header, inherited, _, _ = _parse(session_id, path)
+            return self._track(DirHandle(self, header, inherited, "read"))
+        lock = self.acquire(session_id)
+        if lock is None:
+            raise SessionAlreadyOwnedError(session_id)
+        try:
+            header, inherited, events, committed = _parse(session_id, path)
+            self.vocabulary_check(session_id, events, path)
+            if committed != path.stat().st_size:
+                self.repair(path, committed)
+            events = self.served_events(session_id, events)
+        except BaseException:
+            self.abandon_claim(session_id, lock)
+            raise
+        handle = DirHandle(self, header, inherited, "write", lock=lock, next_seq=len(events))
+        return self._track(handle)
+
+    def _snapshot(self, session_id: str) -> SessionSnapshot | None:
+        if session_id in self.pending:
+            creator = next(h for h in self.handles if h.id == session_id and h.access == "write")
+            return SessionSnapshot(header=creator.header, revision="pending", event_count=0)
+        path = self.log_path(session_id)
+        try:
+            header, _, events, _ = _parse(session_id, path)
+            info = path.stat()
+        except FileNotFoundError:
+            return None
+        return SessionSnapshot(
+            header=header,
+            revision=self.revision(path),
+            event_count=len(events),
+            size_bytes=info.st_size,
+            updated_at=info.st_mtime_ns // 1_000_000,
+            plain_path=str(path),
+        )
+
+    async def stat(self, session_id: str) -> SessionSnapshot | None:
+        return self._snapshot(session_id)
+
+    async def list(self) -> list[SessionSnapshot]:
+        ids = set(self.pending)
+        for directory in self.root.iterdir():
+            if (directory / "log.jsonl").exists():
+                ids.add(bytes.fromhex(directory.name).decode("utf-8", "surrogatepass"))
+        snapshots = [self._snapshot(i) for i in sorted(ids)]
+        return [s for s in snapshots if s is not None]
+
+    async def flush(self) -> None:
+        for handle in list(self.handles):
+            if handle.access == "write":
+                with contextlib.suppress(SessionHandleClosedError):
+                    await handle.flush()
+
+    async def aclose(self) -> None:
+        for handle in list(self.handles):
+            await handle.close()
+
+
+# --- broken on purpose ---------------------------------------------------------------------
+
+
+class BrokenDropsLastEventOnReopen(DirPersistence):
+    """Loses the last stored event whenever an instance reads a log it did not write."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self.written: set[str] = set()
+
+    async def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> DirHandle:
+        self.written.add(header.id)
+        return await super().create(header, inherited_event_count=inherited_event_count)
+
+    def served_events(self, session_id: str, events: list[SessionEvent]) -> list[SessionEvent]:
+        return events if session_id in self.written else events[:-1]
+
+
+class BrokenAllowsTwoWriters(DirPersistence):
+    """No single-writer rule at all (but a creator's pending session stays its own)."""
+
+    def acquire(self, session_id: str) -> Any:
+        self.session_dir(session_id).mkdir(exist_ok=True)
+        return "no lock at all"
+
+    def release(self, session_id: str, lock: Any) -> None:
+        return None
+
+
+class BrokenKeepsOwnershipAfterClose(DirPersistence):
+    """close() never releases the write lock."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self.leaked: list[Any] = []
+
+    def release(self, session_id: str, lock: Any) -> None:
+        self.leaked.append(lock)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        for lock in self.leaked:  # the process would keep them; free them for the test run
+            if lock is not None:
+                os.close(lock)
+        self.leaked.clear()
+
+
+class BrokenKeepsTornTail(DirPersistence):
+    """Appends after a torn tail without truncating it first."""
+
+    def repair(self, path: Path, committed: int) -> None:
+        return None
+
+
+class BrokenUnshieldedClose(DirPersistence):
+    """A cancelled close stops half way and never releases ownership."""
+
+    async def await_close(self, closing: asyncio.Future[None]) -> None:
+        if not closing.done():
+            await closing  # not shielded: cancelling the caller cancels the close itself
+
+
+class BrokenKeepsUnmaterializedSessions(DirPersistence):
+    """A created session closed with nothing appended stays visible."""
+
+    def erase(self, handle: DirHandle) -> None:
+        line = encode_header_line(handle.header, handle.inherited_event_count)
+        self.log_path(handle.id).write_bytes(line + b"\n")
+        super().erase(handle)
+
+
+class BrokenNoContiguityCheck(DirPersistence):
+    """Stores any seq at any position."""
+
+    def check_contiguous(self, session_id: str, events: Sequence[SessionEvent], nxt: int) -> None:
+        return None
+
+
+class BrokenFailedOpenKeepsClaim(DirPersistence):
+    """A write open that fails (an unknown event type) keeps its lock, so a retry says "owned"."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        self.leaked: list[Any] = []
+
+    def abandon_claim(self, session_id: str, lock: Any) -> None:
+        self.leaked.append(lock)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        for lock in self.leaked:
+            os.close(lock)
+        self.leaked.clear()
+
+
+class BrokenStaleRevision(DirPersistence):
+    """Reports the same revision whatever happens to the log."""
+
+    def revision(self, path: Path) -> str:
+        return "always-the-same"
+
+
+class BrokenLockFileOwnership(DirPersistence):
+    """Ownership is a lock file created with O_EXCL and removed on close: a killed owner leaves
+    it behind forever."""
+
+    def acquire(self, session_id: str) -> Any:
+        directory = self.session_dir(session_id)
+        directory.mkdir(exist_ok=True)
+        try:
+            os.close(os.open(directory / "owner", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            return None
+        return directory / "owner"
+
+    def release(self, session_id: str, lock: Any) -> None:
+        if lock is not None:
+            Path(lock).unlink(missing_ok=True)
+
+
+class BrokenOpaqueUnknownTypesRefusedOnRead(DirPersistence):
+    """Refuses unknown event types on read (the TypeScript harness's rule, not ours)."""
+
+    def served_events(self, session_id: str, events: list[SessionEvent]) -> list[SessionEvent]:
+        assert_writable_events(session_id, events)
+        return events
+
+
+VARIANTS: dict[str, type[DirPersistence]] = {
+    cls.__name__: cls
+    for cls in (
+        DirPersistence,
+        BrokenDropsLastEventOnReopen,
+        BrokenAllowsTwoWriters,
+        BrokenKeepsOwnershipAfterClose,
+        BrokenKeepsTornTail,
+        BrokenUnshieldedClose,
+        BrokenKeepsUnmaterializedSessions,
+        BrokenNoContiguityCheck,
+        BrokenStaleRevision,
+        BrokenFailedOpenKeepsClaim,
+        BrokenLockFileOwnership,
+        BrokenOpaqueUnknownTypesRefusedOnRead,
+    )
+}
+
+
+def child_backend(args: dict[str, str]) -> DirPersistence:
+    """The ``child_factory`` target: the same backend over the same root, in a child process."""
+    return VARIANTS[args["variant"]](args["root"])
+
+
+def corrupt_tail_of(root: Path, variant: type[DirPersistence]) -> Callable[[str], None]:
+    def corrupt(session_id: str) -> None:
+        path = variant(root).log_path(session_id)
+        with path.open("ab") as file:
+            file.write(b'{"type":"turn/start","seq":6,"ti')
+
+    return corrupt
+
+
+def dir_fixture(
+    root: Path,
+    variant: type[DirPersistence] = DirPersistence,
+    capabilities: frozenset[str] = ALL_CAPABILITIES,
+    *,
+    cleanup: Callable[[], None] | None = None,
+) -> PersistenceFixture:
+    """A fixture over ``root`` (reopen = a new instance over the same directory)."""
+    return PersistenceFixture(
+        factory=lambda: variant(root),
+        capabilities=capabilities,
+        corrupt_tail=corrupt_tail_of(root, variant),
+        child_factory=f"{THIS_FILE}:child_backend",
+        child_args={"root": str(root), "variant": variant.__name__},
+        cleanup=cleanup,
+    )
+
+
+def scratch_fixture_factory(
+    variant: type[DirPersistence] = DirPersistence,
+    capabilities: frozenset[str] = ALL_CAPABILITIES,
+) -> Callable[[], PersistenceFixture]:
+    """``make_fixture`` for ``validate()``: each call a fresh temporary directory."""
+
+    def make() -> PersistenceFixture:
+        root = Path(tempfile.mkdtemp(prefix="dsh-contract-"))
+        return dir_fixture(
+            root, variant, capabilities, cleanup=lambda: shutil.rmtree(root, ignore_errors=True)
+        )
+
+    return make
+
+
+@pytest.fixture
+def make_scratch_fixture() -> Callable[..., Callable[[], PersistenceFixture]]:
+    """``scratch_fixture_factory`` as a fixture (test modules cannot import this file)."""
+    return scratch_fixture_factory
+
+
+@pytest.fixture
+def variants() -> dict[str, type[DirPersistence]]:
+    """The reference backend and its broken variants, by class name."""
+    return VARIANTS
+
+
+@pytest.fixture
+def reference_dir_fixture(tmp_path: Path) -> PersistenceFixture:
+    """The reference backend over ``tmp_path`` with every capability."""
+    return dir_fixture(tmp_path / "sessions")
