@@ -96,8 +96,13 @@ def _ensure_built(session: nox.Session, packages: list[str] | None = None) -> No
 
 
 def _install_from_dist(session: nox.Session, *requirements: str) -> None:
-    """Install distributions of this repository from dist/ (and third-party ones from the index)."""
-    session.install("--find-links", str(DIST), *requirements)
+    """Install distributions of this repository from dist/ (and third-party ones from the index).
+
+    Our versions do not change between builds, so uv's cache would happily serve an earlier
+    wheel of the same version: refresh every package of this repository on each install.
+    """
+    refresh = [f"--refresh-package={pkg}" for pkg in PACKAGES]
+    session.install(*refresh, "--find-links", str(DIST), *requirements)
 
 
 def _pinned(pkg: str) -> str:
