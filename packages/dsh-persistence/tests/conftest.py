@@ -45,12 +45,16 @@ THIS_FILE = str(Path(__file__).resolve())
 ALL_CAPABILITIES = frozenset({"reopen", "cross_process", "corrupt_tail", "plain_path"})
 
 
-def _parse(session_id: str, path: Path) -> tuple[SessionHeader, int, list[SessionEvent], int]:
+def _parse(
+    session_id: str, path: Path, *, tolerate_torn_tail: bool = True
+) -> tuple[SessionHeader, int, list[SessionEvent], int]:
     """(header, inherited count, events, byte length of the committed part) of a log file."""
     data = path.read_bytes()
     lines = data.split(b"\n")
     torn = lines.pop()  # b"" after a final newline, else a torn fragment
     committed = len(data) - len(torn)
+    if torn and not tolerate_torn_tail:
+        lines.append(torn)
     if not lines:
         raise SessionPersistenceCorruptionError(session_id, "no header", artifact=str(path))
     header, inherited = decode_stored_header(session_id, lines[0], artifact=str(path))
@@ -59,7 +63,7 @@ def _parse(session_id: str, path: Path) -> tuple[SessionHeader, int, list[Sessio
         try:
             events.append(decode_event(line))
         except ValueError as error:
-            if number == len(lines):  # an unparsable last line is a torn tail, not damage
+            if tolerate_torn_tail and number == len(lines):  # a torn tail, not damage
                 committed -= len(line) + 1
                 break
             raise SessionPersistenceCorruptionError(
@@ -108,7 +112,8 @@ class DirHandle:
             if self.id in self._owner.pending:
                 return []
             raise SessionPersistenceNotFoundError(self.id)
-        events = self._owner.served_events(self.id, _parse(self.id, path)[2])
+        parsed = _parse(self.id, path, tolerate_torn_tail=self._owner.tolerate_torn_tail)
+        events = self._owner.served_events(self.id, parsed[2])
         end = None if length is None else offset + length
         return events[offset:end]
 
@@ -120,7 +125,11 @@ class DirHandle:
             self._owner.check_contiguous(self.id, batch.events, self._next_seq)
             if not batch.events:
                 return
-            self._write(b"".join(line + b"\n" for line in batch.lines))
+            body = b"".join(line + b"\n" for line in batch.lines)
+            if self._materialized:
+                await self._owner.append_bytes(self._owner.log_path(self.id), body)
+            else:
+                self._write(body)
             self._next_seq += len(batch.events)
 
     def _write(self, body: bytes) -> None:
@@ -167,6 +176,8 @@ class DirHandle:
 
 class DirPersistence:
     """The reference backend: a directory of sessions, single writer by ``flock``."""
+
+    tolerate_torn_tail: bool = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -217,6 +228,11 @@ class DirPersistence:
     def repair(self, path: Path, committed: int) -> None:
         with path.open("r+b") as file:
             file.truncate(committed)
+            os.fsync(file.fileno())
+
+    async def append_bytes(self, path: Path, body: bytes) -> None:
+        with path.open("ab") as file:
+            file.write(body)
             os.fsync(file.fileno())
 
     def revision(self, path: Path) -> str:
@@ -411,8 +427,26 @@ class BrokenFailedOpenKeepsClaim(DirPersistence):
         self.leaked.clear()
 
 
+class BrokenReadersTripOverWritesInProgress(DirPersistence):
+    """Writes a batch in pieces (as a slow disk would) and its reads take the half-written last
+    line for damage instead of a tail in progress."""
+
+    tolerate_torn_tail = False
+
+    async def append_bytes(self, path: Path, body: bytes) -> None:
+        for start in range(0, len(body), 40):
+            with path.open("ab") as file:
+                file.write(body[start : start + 40])
+            await asyncio.sleep(0)
+
+
 class BrokenStaleRevision(DirPersistence):
     """Reports the same revision whatever happens to the log."""
+
+    async def append_bytes(self, path: Path, body: bytes) -> None:
+        with path.open("ab") as file:
+            file.write(body)
+            os.fsync(file.fileno())
 
     def revision(self, path: Path) -> str:
         return "always-the-same"
@@ -457,6 +491,7 @@ VARIANTS: dict[str, type[DirPersistence]] = {
         BrokenNoContiguityCheck,
         BrokenStaleRevision,
         BrokenFailedOpenKeepsClaim,
+        BrokenReadersTripOverWritesInProgress,
         BrokenLockFileOwnership,
         BrokenOpaqueUnknownTypesRefusedOnRead,
     )

@@ -44,6 +44,9 @@ BROKEN: dict[str, dict[str, str]] = {
     "BrokenOpaqueUnknownTypesRefusedOnRead": {
         "unknown_event_type_is_read_as_opaque_data": "SessionFormatUnsupportedError"
     },
+    "BrokenReadersTripOverWritesInProgress": {
+        "reads_during_appends_see_growing_contiguous_prefixes": "corrupt"
+    },
     "BrokenFailedOpenKeepsClaim": {
         "write_open_refuses_an_unknown_non_ignorable_type": "got SessionAlreadyOwnedError"
     },

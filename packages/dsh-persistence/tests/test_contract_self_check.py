@@ -94,3 +94,16 @@ def test_clause_failure_propagates_as_an_assertion_with_the_clause_message(
     test = PersistenceContract.test_append_requires_contiguous_seqs  # type: ignore[attr-defined]
     with pytest.raises(AssertionError, match="re-append: expected ValueError"):
         test(PersistenceContract(), fixture)
+
+
+def test_marking_the_shared_clause_function_fails_the_self_check() -> None:
+    class Untouched(PersistenceContract):
+        pass
+
+    shared = PersistenceContract.test_append_requires_contiguous_seqs  # type: ignore[attr-defined]
+    shared.pytestmark = [pytest.mark.xfail(reason="marks every backend").mark]
+    try:
+        with pytest.raises(pytest.fail.Exception, match="shared test function"):
+            _self_check(Untouched)
+    finally:
+        del shared.pytestmark

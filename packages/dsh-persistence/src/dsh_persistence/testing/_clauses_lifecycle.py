@@ -8,6 +8,7 @@ import contextlib
 from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
+    SessionHandle,
     SessionHandleClosedError,
     SessionPersistence,
     SessionPersistenceNotFoundError,
@@ -15,7 +16,7 @@ from dsh_persistence import (
 from dsh_persistence.testing._expect import expect, expect_equal, expect_events, expect_raises
 from dsh_persistence.testing._fixture import REOPEN
 from dsh_persistence.testing._runner import ClauseContext, clause
-from dsh_persistence.testing._samples import header, one_turn, second_turn
+from dsh_persistence.testing._samples import header, one_turn, second_turn, user_message
 from dsh_session import encode_header_line
 
 
@@ -259,3 +260,39 @@ async def clause_aclose_closes_every_handle_and_releases_ownership(ctx: ClauseCo
     second = await ctx.instance()
     async with await second.open("aclose", "write") as taken:
         expect_events(await taken.read(), one_turn(), "the log after aclose")
+
+
+@clause()
+async def clause_reads_during_appends_see_growing_contiguous_prefixes(ctx: ClauseContext) -> None:
+    """Reads racing a writer (a second handle and the writer itself) always return a
+    contiguous prefix of the final log, never shorter than the previous read."""
+    persistence = await ctx.instance()
+    log = [user_message(seq, f"racing {seq}") for seq in range(120)]
+    writer = await persistence.create(header("racing"))
+    await writer.append(log[:1])
+    reader = await persistence.open("racing", "read")
+    done = asyncio.Event()
+
+    async def write() -> None:
+        for start in range(1, len(log), 7):
+            await writer.append(log[start : start + 7])
+            await asyncio.sleep(0)
+        done.set()
+
+    async def watch(handle: SessionHandle, label: str) -> None:
+        seen = 0
+        while True:
+            finished = done.is_set()
+            events = await handle.read()
+            seqs = [e.seq for e in events]
+            expect(seqs == list(range(len(seqs))), f"{label}: a read returned seqs {seqs[:20]}")
+            expect(len(events) >= seen, f"{label}: a read shrank from {seen} to {len(events)}")
+            seen = len(events)
+            if finished:
+                return
+            await asyncio.sleep(0)
+
+    await asyncio.gather(write(), watch(reader, "the reader"), watch(writer, "the writer"))
+    expect_events(await reader.read(), log, "the final log")
+    await reader.close()
+    await writer.close()

@@ -34,6 +34,10 @@ def _make_test(item: Clause) -> Callable[[Any, PersistenceFixture], None]:
     return test
 
 
+def _has_xfail(function: object) -> bool:
+    return any(getattr(m, "name", None) == "xfail" for m in getattr(function, "pytestmark", []))
+
+
 def _xfail_reason(function: object) -> str | None:
     for mark in getattr(function, "pytestmark", []):
         if getattr(mark, "name", None) == "xfail":
@@ -70,6 +74,11 @@ class PersistenceContract:
             name = f"test_{item.id}"
             attribute = getattr(type(self), name, None)
             if getattr(attribute, "_dsh_contract_clause", None) == item.id:
+                if _has_xfail(attribute):
+                    problems.append(
+                        f"{name}: an xfail mark was put on the suite's shared test function, "
+                        "which marks it for every backend; override it in your class instead"
+                    )
                 continue
             if attribute is None or not callable(attribute):
                 problems.append(f"{name} was removed")
