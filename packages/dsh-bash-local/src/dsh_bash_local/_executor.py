@@ -1,0 +1,177 @@
+"""`LocalBashExecutor`: the dsh-shell executor over local asyncio subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import functools
+import os
+import weakref
+from types import TracebackType
+from typing import Literal
+
+from dsh_bash_local._child import Child, check_workdir, spawn_child
+from dsh_bash_local._collector import OutputCollector
+from dsh_bash_local._config import LocalBashConfig
+from dsh_bash_local._group import kill_group_now, terminate_group
+from dsh_bash_local._process import LocalShellProcess
+from dsh_bash_local._spill import SpillFiles
+from dsh_shell import (
+    CollectedOutput,
+    ShellCancelledError,
+    ShellExecRequest,
+    ShellExecSpec,
+    ShellRunResult,
+    compose_child_environment,
+    resolve_request,
+)
+
+_Cause = Literal["timeout", "abort"] | None
+
+
+def _kill_live_groups(ref: weakref.ref[LocalBashExecutor]) -> None:
+    executor = ref()
+    if executor is not None:
+        executor._kill_everything_now()
+
+
+class LocalBashExecutor:
+    """Runs commands as ``bash -c`` (non-login) children on this host.
+
+    Each command gets its own session and process group; stdin is ``/dev/null`` unless given;
+    the environment is the scrubbed parent (no inherited ``DSH_*``, credential-shaped names,
+    ``BASH_ENV``/``ENV``) → terminal defaults → ``env`` → ``dsh_env`` (``os.environ`` is never
+    modified). A timeout or the cancellation of the awaiting task terminates the whole group
+    (SIGTERM, ``grace``, SIGKILL) and ``run`` returns once it is gone; after the shell exits,
+    pipes a grandchild still holds are abandoned after ``grace``. Each stream keeps its tail in
+    memory and the complete stream in a 0600 spill file up to ``max_spill_bytes``. Use it as an
+    async context manager (or call `aclose`) to kill background processes it started; groups
+    still alive when the interpreter exits are SIGKILLed.
+    """
+
+    def __init__(self, config: LocalBashConfig | None = None) -> None:
+        self.config = config if config is not None else LocalBashConfig()
+        self._spill = SpillFiles(self.config.spill_dir)
+        self._running_groups: set[int] = set()
+        self._processes: set[LocalShellProcess] = set()
+        self._atexit = functools.partial(_kill_live_groups, weakref.ref(self))
+        atexit.register(self._atexit)
+
+    def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
+        """Fill defaults from the config, clamp the timeout, and refuse ``DSH_*`` env keys."""
+        return resolve_request(
+            request,
+            default_workdir=self.config.cwd,
+            default_timeout=self.config.timeout,
+            max_timeout=self.config.max_timeout,
+            default_stdout_max_bytes=self.config.max_output_bytes,
+        )
+
+    def _collector(self, max_bytes: int, label: str) -> OutputCollector:
+        return OutputCollector(
+            max_bytes, self.config.max_spill_bytes, lambda: self._spill.open(label)
+        )
+
+    def _child_env(self, spec: ShellExecSpec) -> dict[str, str]:
+        return compose_child_environment(os.environ, env=spec.env, dsh_env=spec.dsh_env)
+
+    async def run(self, spec: ShellExecSpec) -> ShellRunResult:
+        """Run in the foreground; see `dsh_shell.ShellExecutor.run`.
+
+        Raises `ShellWorkdirError`, `ShellNotFoundError`, `ShellSpawnError`, or
+        `ShellCancelledError` (the calling task was already cancelled; nothing is started).
+        """
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise ShellCancelledError(spec.command)
+        check_workdir(spec.workdir)
+        stdout = self._collector(spec.stdout_max_bytes, "stdout")
+        stderr = self._collector(self.config.max_output_bytes, "stderr")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        child = await spawn_child(
+            self.config.shell,
+            spec.command,
+            workdir=spec.workdir,
+            env=self._child_env(spec),
+            stdin=spec.stdin,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        self._running_groups.add(child.pgid)
+        try:
+            cause = await _wait_for_exit(child, spec.timeout)
+            if cause is not None:
+                await terminate_group(child.pgid, self.config.grace)
+            await asyncio.shield(child.exited)
+            await child.drain(self.config.grace)
+        except BaseException:
+            kill_group_now(child.pgid)
+            child.close()
+            raise
+        finally:
+            self._running_groups.discard(child.pgid)
+        exit_code, signal = child.exit_status
+        return ShellRunResult(
+            exit_code=exit_code,
+            signal=signal,
+            timed_out=cause == "timeout",
+            aborted=cause == "abort",
+            timeout=spec.timeout,
+            stdout=CollectedOutput(stdout.text(), stdout.truncated, stdout.spill_path),
+            stderr=CollectedOutput(stderr.text(), stderr.truncated, stderr.spill_path),
+            duration=loop.time() - started,
+        )
+
+    def start(self, spec: ShellExecSpec) -> LocalShellProcess:
+        """Start in the background and return at once (needs a running event loop)."""
+        process = LocalShellProcess(
+            spec,
+            shell=self.config.shell,
+            env=self._child_env(spec),
+            grace=self.config.grace,
+            stdout=self._collector(self.config.max_output_bytes, "stdout"),
+            stderr=self._collector(self.config.max_output_bytes, "stderr"),
+            on_settled=self._processes.discard,
+        )
+        self._processes.add(process)
+        return process
+
+    async def aclose(self) -> None:
+        """Kill every background process still running and wait for them to settle."""
+        processes = list(self._processes)
+        for process in processes:
+            process.kill()
+        await asyncio.gather(*(process.wait() for process in processes))
+        atexit.unregister(self._atexit)
+
+    async def __aenter__(self) -> LocalBashExecutor:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _kill_everything_now(self) -> None:
+        for pgid in list(self._running_groups):
+            kill_group_now(pgid)
+        for process in list(self._processes):
+            if process.pgid is not None:
+                kill_group_now(process.pgid)
+
+
+async def _wait_for_exit(child: Child, limit: float) -> _Cause:
+    """Wait for the shell to exit; report which cause, if any, came first."""
+    try:
+        try:
+            async with asyncio.timeout(limit):
+                await asyncio.shield(child.exited)
+        except TimeoutError:
+            return "timeout"
+    except asyncio.CancelledError:
+        return "abort"
+    return None

@@ -1,0 +1,88 @@
+"""LocalBashExecutor.start beyond the contract: lossy reads, stdin, aclose, host exit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh_bash_local import LocalBashExecutor
+from dsh_shell import ShellExecRequest, process_outcome, render_process_read
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
+
+
+async def test_a_lossy_read_reports_the_spill_path(executor: LocalBashExecutor) -> None:
+    process = executor.start(executor.resolve(ShellExecRequest("seq 1 1000")))
+    await process.wait()
+    read = process.read_output()
+    assert read.lossy
+    assert read.stdout_spill_path is not None
+    assert read.delta.endswith("999\n1000\n")
+    assert str(read.stdout_spill_path) in render_process_read(read)
+
+
+async def test_background_stdin_is_given(executor: LocalBashExecutor) -> None:
+    process = executor.start(executor.resolve(ShellExecRequest("cat", stdin="fed\n")))
+    await process.wait()
+    assert process.read_output().delta == "fed\n"
+
+
+async def test_background_env_and_dsh_env_reach_the_command(executor: LocalBashExecutor) -> None:
+    request = ShellExecRequest(
+        'echo "[$A][$DSH_SHELL]"', env={"A": "env-ok"}, dsh_env={"DSH_SHELL": "1"}
+    )
+    process = executor.start(executor.resolve(request))
+    await process.wait()
+    assert process.read_output().delta == "[env-ok][1]\n"
+
+
+async def test_outcome_of_a_killed_process_names_the_signal(executor: LocalBashExecutor) -> None:
+    process = executor.start(executor.resolve(ShellExecRequest("sleep 30")))
+    process.kill()
+    await process.wait()
+    assert process_outcome(process).status == "killed"
+    assert process_outcome(process).detail.startswith(("signal: SIGTERM", "killed before exit"))
+
+
+async def test_aclose_kills_running_background_processes(tmp_path: Path) -> None:
+    async with LocalBashExecutor() as executor:
+        process = executor.start(executor.resolve(ShellExecRequest("sleep 600", workdir=tmp_path)))
+    assert process.status == "killed"
+    assert process.pgid is None or not _alive(process.pgid)
+
+
+def test_background_groups_die_when_the_host_interpreter_exits(tmp_path: Path) -> None:
+    script = """
+import asyncio, sys
+from pathlib import Path
+from dsh_bash_local import LocalBashExecutor
+from dsh_shell import ShellExecRequest
+
+async def main():
+    executor = LocalBashExecutor()
+    request = ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=sys.argv[1])
+    executor.start(executor.resolve(request))
+    while not Path(sys.argv[1], "pid").exists():
+        await asyncio.sleep(0.01)
+    asyncio.get_running_loop().stop()  # leave without aclose()
+
+try:
+    asyncio.run(main())
+except RuntimeError:
+    pass
+"""
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=60)
+    pid = int((tmp_path / "pid").read_text())
+    try:
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)

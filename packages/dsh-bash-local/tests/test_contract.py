@@ -1,0 +1,33 @@
+"""LocalBashExecutor against every clause of the dsh-shell executor contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_shell.testing import CAPABILITIES, ExecutorContract, ExecutorFixture
+
+SPILL_CAP = 4 * 1024 * 1024
+
+
+class TestLocalBashExecutor(ExecutorContract):
+    """A short grace and a small spill cap keep the suite quick."""
+
+    @pytest.fixture
+    def executor_fixture(self, tmp_path: Path) -> ExecutorFixture:
+        config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=tmp_path)
+        return ExecutorFixture(
+            capabilities=CAPABILITIES,
+            make=lambda: LocalBashExecutor(config),
+            spill_cap_bytes=SPILL_CAP,
+        )
+
+
+class TestLocalBashExecutorDefaults(ExecutorContract):
+    """The default configuration (3 s grace, 64 MiB spill cap) holds the contract too."""
+
+    @pytest.fixture
+    def executor_fixture(self) -> ExecutorFixture:
+        return ExecutorFixture(capabilities=CAPABILITIES, make=LocalBashExecutor)

@@ -1,0 +1,100 @@
+"""LocalBashExecutor.run beyond the contract: caps per stream, signals, errors, rendering."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_shell import (
+    ShellExecRequest,
+    ShellNotFoundError,
+    ShellWorkdirError,
+    render_result,
+)
+
+
+async def test_stdout_max_bytes_raises_only_the_stdout_budget(executor: LocalBashExecutor) -> None:
+    command = "printf 'x%.0s' $(seq 500); printf 'y%.0s' $(seq 500) >&2"
+    result = await executor.run(executor.resolve(ShellExecRequest(command, stdout_max_bytes=1000)))
+    assert (len(result.stdout.text), result.stdout.truncated) == (500, False)
+    assert (len(result.stderr.text), result.stderr.truncated) == (100, True)
+
+
+async def test_a_term_trapping_shell_dies_by_sigkill_after_the_grace(
+    executor: LocalBashExecutor,
+) -> None:
+    request = ShellExecRequest("trap '' TERM; while :; do sleep 0.05; done", timeout=0.5)
+    result = await executor.run(executor.resolve(request))
+    assert (result.timed_out, result.signal, result.exit_code) == (True, "SIGKILL", None)
+
+
+async def test_spill_files_live_in_a_private_directory_under_spill_dir(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    result = await executor.run(executor.resolve(ShellExecRequest("seq 1 1000")))
+    spill = result.stdout.spill_path
+    assert spill is not None
+    assert spill.parent.parent == tmp_path / "spill-parent"
+    assert stat.S_IMODE(spill.parent.stat().st_mode) == 0o700
+    assert spill.name.endswith("-stdout.log")
+
+
+async def test_zero_spill_bytes_truncates_without_a_spill_file(tmp_path: Path) -> None:
+    config = LocalBashConfig(max_output_bytes=10, max_spill_bytes=0, spill_dir=tmp_path)
+    async with LocalBashExecutor(config) as executor:
+        result = await executor.run(executor.resolve(ShellExecRequest("seq 1 1000")))
+    assert (result.stdout.truncated, result.stdout.spill_path) == (True, None)
+    assert os.listdir(tmp_path) == []
+
+
+async def test_a_missing_shell_raises_shell_not_found(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-bash")
+    async with LocalBashExecutor(LocalBashConfig(shell=missing)) as executor:
+        with pytest.raises(ShellNotFoundError) as info:
+            await executor.run(executor.resolve(ShellExecRequest("true", workdir=tmp_path)))
+    assert info.value.shell == missing
+
+
+async def test_a_file_as_workdir_raises_naming_it(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    with pytest.raises(ShellWorkdirError, match="not a directory") as info:
+        await executor.run(executor.resolve(ShellExecRequest("true", workdir=not_a_dir)))
+    assert info.value.workdir == not_a_dir
+
+
+async def test_bytes_stdin_is_written_as_is(executor: LocalBashExecutor) -> None:
+    request = ShellExecRequest("od -An -tx1", stdin=b"\x00\xff")
+    result = await executor.run(executor.resolve(request))
+    assert result.stdout.text.split() == ["00", "ff"]
+
+
+async def test_a_stdin_the_command_never_reads_does_not_break_the_run(
+    executor: LocalBashExecutor,
+) -> None:
+    request = ShellExecRequest("exit 0", stdin="x" * 1_000_000)
+    result = await executor.run(executor.resolve(request))
+    assert result.exit_code == 0
+
+
+async def test_a_run_renders_with_the_exit_marker(executor: LocalBashExecutor) -> None:
+    result = await executor.run(executor.resolve(ShellExecRequest("echo failing; exit 3")))
+    assert render_result(result) == "failing\n[exit code: 3]"
+
+
+async def test_the_result_reports_the_effective_timeout(executor: LocalBashExecutor) -> None:
+    result = await executor.run(executor.resolve(ShellExecRequest("true", timeout=7)))
+    assert (result.timeout, result.duration >= 0) == (7, True)
+
+
+async def test_the_shell_is_non_login_and_non_interactive(executor: LocalBashExecutor) -> None:
+    request = ShellExecRequest('shopt -q login_shell && echo login; echo "flags=$-"')
+    result = await executor.run(executor.resolve(request))
+    assert "login" not in result.stdout.text
+    assert "i" not in result.stdout.text.removeprefix("flags=")
