@@ -1,0 +1,110 @@
+"""The event line codec: bytes to typed events in one parse, and back, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic_core import from_json as _from_json
+
+from dsh_session._errors import EventDecodeError
+from dsh_session._events import JsonObject, SessionEvent, SurfaceReplace, _Event, _new, _set_wire
+from dsh_session._json import JsonValue, dumps_canonical
+from dsh_session._shape import ENTRIES, OPAQUE_ENTRY, Check
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise EventDecodeError(f"not JSON ({constant} is not a JSON value)")
+
+
+def _parse_slow(line: bytes | str, first_error: ValueError) -> Any:
+    """The stdlib parser reads lone-surrogate escapes (``\\ud800``) that pydantic's refuses."""
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except EventDecodeError:
+        raise
+    except (ValueError, UnicodeDecodeError):
+        raise EventDecodeError(f"not JSON ({first_error})") from None
+
+
+def _entry_of_unknown(wire: Any) -> tuple[type[_Event[Any]], Check]:
+    if type(wire) is not dict:
+        raise EventDecodeError("an event line must be a JSON object")
+    kind = wire.get("type")
+    if type(kind) is not str:
+        raise EventDecodeError(f"type must be a string, not {kind!r:.40}")
+    return OPAQUE_ENTRY
+
+
+def wrap_wire(wire: Any) -> SessionEvent:
+    """Check a parsed event object and wrap it (not copied) in its event class."""
+    try:
+        cls, check = ENTRIES[wire["type"]]
+    except (KeyError, TypeError):
+        cls, check = _entry_of_unknown(wire)
+    problem = check(wire)
+    if problem is not None:
+        raise EventDecodeError(f"{wire['type']}: {problem}")
+    event = _new(cls)
+    _set_wire(event, wire)
+    return event  # type: ignore[return-value]
+
+
+def decode_event(line: bytes | str) -> SessionEvent:
+    """One event line (no trailing newline needed) to its typed event.
+
+    Raises :class:`EventDecodeError` on anything malformed: not JSON (``NaN`` and ``Infinity``
+    included), a bad envelope, or a core event whose data does not have its shape. Rules that
+    need the log (seq equals index, ``sourceEventSeqs`` items, surface transitions, ``-0.0``)
+    are checked by :class:`Session`; :func:`encode_event` refuses non-lossless values too.
+    """
+    try:
+        wire = _from_json(line, allow_inf_nan=False)
+    except ValueError as exc:
+        wire = _parse_slow(line, exc)
+    try:
+        cls, check = ENTRIES[wire["type"]]
+    except (KeyError, TypeError):
+        cls, check = _entry_of_unknown(wire)
+    problem = check(wire)
+    if problem is not None:
+        raise EventDecodeError(f"{wire['type']}: {problem}")
+    event = _new(cls)
+    _set_wire(event, wire)
+    return event  # type: ignore[return-value]
+
+
+def encode_event(event: SessionEvent) -> bytes:
+    """The compact canonical JSON line of ``event`` (no trailing newline).
+
+    Raises :class:`~dsh_session.LosslessJsonError` if the event holds a value JSON cannot carry.
+    """
+    return dumps_canonical(event.to_wire())
+
+
+def make_event(
+    type: str,
+    seq: int,
+    time: int,
+    data: JsonValue,
+    *,
+    ignorable: bool | None = None,
+    source_event_seqs: tuple[int, ...] | list[int] | None = None,
+    surface_op: str | SurfaceReplace | JsonObject | None = None,
+) -> SessionEvent:
+    """Build the right event class from Python values, validating exactly like :func:`decode_event`.
+
+    ``data`` is snapshotted (the event does not share it with the caller). Raises
+    :class:`~dsh_session.LosslessJsonError` for data that is not lossless JSON and
+    :class:`EventDecodeError` for anything else malformed.
+    """
+    wire: JsonObject = {"type": type, "seq": seq, "time": time, "data": data}
+    if ignorable is not None:
+        wire["ignorable"] = ignorable
+    if source_event_seqs is not None:
+        wire["sourceEventSeqs"] = list(source_event_seqs)
+    if surface_op is not None:
+        wire["surfaceOp"] = (
+            surface_op.to_wire() if isinstance(surface_op, SurfaceReplace) else surface_op
+        )
+    return decode_event(dumps_canonical(wire))

@@ -1,0 +1,155 @@
+"""The session header (reference §1.2) and its physical line 1 (``"type":"session"``, §3.3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from dsh_session._errors import HeaderDecodeError, UnsupportedFormatVersionError
+from dsh_session._json import MAX_SAFE_INTEGER, dumps_canonical
+
+SESSION_FORMAT_VERSION = 0
+"""The session log format this library reads and writes (v0, as the TypeScript harness wrote it)."""
+
+_HEADER_KEYS = (
+    "type",
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "seedLength",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+)
+
+
+class SessionHeader(BaseModel):
+    """Metadata kept beside the log: identity, creation time, working directory, lineage.
+
+    ``is_seeded`` says the log starts with events inherited from a fork parent; how many
+    (``inherited_event_count``) travels beside the header (on disk: ``seedLength``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+
+    version: Literal[0] = 0
+    id: str = Field(min_length=1)
+    created_at: int = Field(alias="createdAt", ge=0, le=MAX_SAFE_INTEGER)
+    cwd: str | None = None
+    parent_session: str | None = Field(None, alias="parentSession")
+    origin: Literal["subagent"] | None = None
+    delegation_depth: int | None = Field(None, alias="delegationDepth", ge=0, le=MAX_SAFE_INTEGER)
+    agent_preset: str | None = Field(None, alias="agentPreset")
+    is_seeded: bool = Field(False, alias="isSeeded")
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_absolute(cls, cwd: str | None) -> str | None:
+        if cwd is not None and not (
+            PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).is_absolute()
+        ):
+            raise ValueError(f"cwd must be an absolute path, not {cwd!r}")
+        return cwd
+
+
+def _check_cut(header: SessionHeader, inherited_event_count: int) -> None:
+    if type(inherited_event_count) is not int or not (
+        0 <= inherited_event_count <= MAX_SAFE_INTEGER
+    ):
+        raise ValueError(
+            f"inherited_event_count must be a non-negative safe integer, not "
+            f"{inherited_event_count!r}"
+        )
+    if header.is_seeded and inherited_event_count == 0:
+        raise ValueError(f"session {header.id!r} is seeded but its inherited_event_count is 0")
+    if not header.is_seeded and inherited_event_count != 0:
+        raise ValueError(
+            f"session {header.id!r} is not seeded but has inherited_event_count "
+            f"{inherited_event_count}"
+        )
+
+
+def header_to_wire(header: SessionHeader, inherited_event_count: int = 0) -> dict[str, Any]:
+    """The physical header object, keys in the writer's order; optional fields omitted."""
+    _check_cut(header, inherited_event_count)
+    wire: dict[str, Any] = {
+        "type": "session",
+        "version": header.version,
+        "id": header.id,
+        "createdAt": header.created_at,
+    }
+    if header.cwd is not None:
+        wire["cwd"] = header.cwd
+    if header.parent_session is not None:
+        wire["parentSession"] = header.parent_session
+    if header.is_seeded:
+        wire["seedLength"] = inherited_event_count
+    if header.origin is not None:
+        wire["origin"] = header.origin
+    if header.delegation_depth is not None:
+        wire["delegationDepth"] = header.delegation_depth
+    if header.agent_preset is not None:
+        wire["agentPreset"] = header.agent_preset
+    return wire
+
+
+def encode_header_line(header: SessionHeader, inherited_event_count: int = 0) -> bytes:
+    """The physical line 1 of a log (no trailing newline).
+
+    ``seedLength`` is written iff the header is seeded, and then equals ``inherited_event_count``;
+    a seeded header with a zero count, or an unseeded one with a non-zero count, raises
+    ``ValueError``.
+    """
+    return dumps_canonical(header_to_wire(header, inherited_event_count))
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise HeaderDecodeError(f"{constant} is not a JSON value")
+
+
+def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
+    """Line 1 of a log to ``(header, inherited_event_count)``.
+
+    The ``version`` is checked first: any value other than 0 raises
+    :class:`UnsupportedFormatVersionError` (a newer writer means "upgrade", not "corrupt");
+    anything else malformed raises :class:`HeaderDecodeError`.
+    """
+    try:
+        wire = json.loads(line, parse_constant=_refuse_constant)
+    except HeaderDecodeError:
+        raise
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HeaderDecodeError(f"not JSON ({exc})") from None
+    if type(wire) is not dict:
+        raise HeaderDecodeError("the header line must be a JSON object")
+    if "version" not in wire:
+        raise HeaderDecodeError("the header has no version")
+    version = wire["version"]
+    if type(version) is not int or version != SESSION_FORMAT_VERSION:
+        raise UnsupportedFormatVersionError(version)
+    if wire.get("type") != "session":
+        raise HeaderDecodeError(f"line 1 must be tagged type 'session', not {wire.get('type')!r}")
+    unknown = [key for key in wire if key not in _HEADER_KEYS]
+    if unknown:
+        raise HeaderDecodeError(f"unexpected header key(s) {unknown}")
+    seed_length = wire.get("seedLength")
+    if seed_length is not None and (
+        type(seed_length) is not int or not 0 < seed_length <= MAX_SAFE_INTEGER
+    ):
+        raise HeaderDecodeError(f"seedLength must be a positive safe integer, not {seed_length!r}")
+    fields = {key: value for key, value in wire.items() if key not in ("type", "seedLength")}
+    for key in ("cwd", "parentSession", "origin", "delegationDepth", "agentPreset"):
+        if key in fields and fields[key] is None:
+            raise HeaderDecodeError(f"{key} is null (optional header fields are omitted)")
+    try:
+        header = SessionHeader.model_validate({**fields, "isSeeded": seed_length is not None})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise HeaderDecodeError(f"{where}: {error['msg']}") from None
+    return header, seed_length or 0

@@ -1,0 +1,190 @@
+"""Lossless JSON: the values a session log may hold, and the canonical byte encoding of them.
+
+The TypeScript harness writes ``JSON.stringify`` output, so the canonical form is what that gives:
+compact, non-ASCII kept as UTF-8, key insertion order kept, integers as integers, floats in
+JavaScript's number format (``1e+21``, ``1.5``, ``100`` for ``100.0``), and lone surrogates as
+``\\udXXX`` escapes so the bytes are always valid UTF-8. Values JSON cannot carry losslessly
+(``NaN``, infinities, ``-0.0``, integers JavaScript cannot hold exactly, tuples, sets,
+class instances, non-string keys, cycles) are refused with :class:`LosslessJsonError` naming the
+path of the bad value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, TypeAlias
+
+from dsh_session._errors import LosslessJsonError
+
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+"""A JSON value as Python holds it: ``None``, ``bool``, ``int``, ``float``, ``str``, list, dict."""
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer JavaScript (and so the TypeScript harness) holds exactly."""
+
+_c_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False
+).encode
+_encode_str = json.encoder.encode_basestring
+_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _exact_in_javascript(value: int) -> bool:
+    """A big integer JavaScript writes digit for digit (a double below 1e21, like 2**60)."""
+    return abs(value) < 10**21 and int(float(value)) == value
+
+
+def _check(value: Any, path: str, ancestors: set[int]) -> bool:
+    """Raise on a value that is not lossless JSON; return whether it holds a float."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return False
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER or _exact_in_javascript(value):
+            return False
+        raise LosslessJsonError(path, f"integer {value} has no exact JavaScript number")
+    if kind is float:
+        if not math.isfinite(value):
+            raise LosslessJsonError(path, f"{value!r} is not a finite number")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise LosslessJsonError(path, "-0.0 does not survive JSON")
+        return True
+    if kind is dict or kind is list:
+        ident = id(value)
+        if ident in ancestors:
+            raise LosslessJsonError(path, "the value contains itself (a cycle)")
+        ancestors.add(ident)
+        has_float = False
+        if kind is dict:
+            for key, item in value.items():
+                if type(key) is not str:
+                    raise LosslessJsonError(path, f"key {key!r} is not a string")
+                if _check(item, f"{path}[{key!r}]", ancestors):
+                    has_float = True
+        else:
+            for index, item in enumerate(value):
+                if _check(item, f"{path}[{index}]", ancestors):
+                    has_float = True
+        ancestors.discard(ident)
+        return has_float
+    raise LosslessJsonError(path, f"a {kind.__name__} is not a JSON value")
+
+
+def is_lossless_json(value: object) -> bool:
+    """Whether ``value`` survives a JSON round trip exactly (see the module rules)."""
+    try:
+        _check(value, "$", set())
+    except LosslessJsonError:
+        return False
+    except RecursionError:
+        return False
+    return True
+
+
+def _copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    return value
+
+
+def lossless_json_snapshot(value: object) -> JsonValue:
+    """A detached deep copy of ``value``, or :class:`LosslessJsonError` naming the bad path.
+
+    Shared (non-cyclic) sub-values are allowed; the copy does not share them with the input.
+    """
+    _check(value, "$", set())
+    return _copy(value)  # type: ignore[no-any-return]
+
+
+def js_number(value: float) -> str:
+    """Format a finite float the way JavaScript's ``Number.prototype.toString`` does."""
+    text = repr(value)
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp_text = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    every = whole + frac
+    digits = every.lstrip("0")
+    if not digits:
+        return "0"
+    # value = 0.<digits> * 10**n  (the k digits and n of the ECMAScript algorithm)
+    n = len(whole) + (int(exp_text) if exp_text else 0) - (len(every) - len(digits))
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        body = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        body = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        body = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp = f"e{'+' if e >= 0 else '-'}{abs(e)}"
+        body = (digits if k == 1 else digits[0] + "." + digits[1:]) + exp
+    return sign + body
+
+
+def _slow_encode(value: Any, parts: list[str]) -> None:
+    kind = type(value)
+    if kind is str:
+        parts.append(_encode_str(value))
+    elif value is None:
+        parts.append("null")
+    elif kind is bool:
+        parts.append("true" if value else "false")
+    elif kind is int:
+        parts.append(str(value))
+    elif kind is float:
+        parts.append(js_number(value))
+    elif kind is list:
+        parts.append("[")
+        for index, item in enumerate(value):
+            if index:
+                parts.append(",")
+            _slow_encode(item, parts)
+        parts.append("]")
+    else:
+        parts.append("{")
+        for index, (key, item) in enumerate(value.items()):
+            if index:
+                parts.append(",")
+            parts.append(_encode_str(key))
+            parts.append(":")
+            _slow_encode(item, parts)
+        parts.append("}")
+
+
+def _escape_surrogates(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 2:  # a valid pair held as two code points: one character, as JavaScript sees
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return f"\\u{ord(text):04x}"
+
+
+def _to_bytes(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATES.sub(_escape_surrogates, text).encode("utf-8")
+
+
+def dumps_canonical(value: object) -> bytes:
+    """The canonical JSON bytes of ``value`` (compact, key order kept, JavaScript number format).
+
+    Raises :class:`LosslessJsonError` for a value that is not lossless JSON.
+    """
+    try:
+        has_float = _check(value, "$", set())
+    except RecursionError:
+        raise LosslessJsonError("$", "nested too deeply") from None
+    if not has_float:
+        return _to_bytes(_c_encode(value))
+    parts: list[str] = []
+    _slow_encode(value, parts)
+    return _to_bytes("".join(parts))

@@ -1,0 +1,145 @@
+"""Shape checks of event wire dicts: the envelope of reference §1.3 and each core type's data.
+
+Reading is the hot path of every backend, so a line is parsed once by ``pydantic_core.from_json``
+(which caches short strings and keeps key order) and the dict is checked here by a small
+straight-line function per event type, generated once from the ``TypedDict`` shapes of
+:mod:`dsh_session._events` (the way ``dataclasses`` generates ``__init__``). Measured against
+validating through a pydantic union, this is what keeps decoding near the raw parse speed. The
+dict is then wrapped, not copied, so a line re-encodes byte for byte.
+
+Decoding checks *shape*; the rules that need the log (seq equals index, ``sourceEventSeqs``
+items below the event's seq and unique, surface transitions, lossless numbers) are the
+:class:`~dsh_session.Session`'s.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from dsh_session._events import (
+    CORE_EVENT_CLASSES,
+    DATA_SHAPES,
+    PLUGIN_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
+    JsonObject,
+    OpaqueEvent,
+    _Event,
+)
+from dsh_session._json import MAX_SAFE_INTEGER
+
+Check = Callable[[JsonObject], "str | None"]
+
+_KINDS: dict[Any, str | None] = {
+    int: "int",
+    str: "str",
+    bool: "bool",
+    Any: None,
+    JsonObject: "dict",
+    list[Any]: "list",
+}
+_KIND_WORDS = {"int": "an integer", "str": "a string", "bool": "a boolean", "dict": "an object"}
+_BASE_KEYS = frozenset({"type", "seq", "time", "data", "ignorable"})
+_SURFACE_KEYS = _BASE_KEYS | {"sourceEventSeqs", "surfaceOp"}
+_MISSING: Any = object()
+
+
+def surface_op_problem(op: object) -> str | None:
+    """Why ``op`` is not ``'append'`` or exactly ``{op:'replace', start, end}`` (None: it is)."""
+    if op == "append" and type(op) is str:
+        return None
+    if type(op) is dict and op.keys() == {"op", "start", "end"} and op["op"] == "replace":
+        start, end = op["start"], op["end"]
+        if (
+            type(start) is int
+            and type(end) is int
+            and 0 <= start <= MAX_SAFE_INTEGER
+            and 0 <= end <= MAX_SAFE_INTEGER
+        ):
+            return None
+    return f"surfaceOp must be 'append' or {{op:'replace', start, end}}, not {op!r:.60}"
+
+
+def _data_fields(shape: type) -> list[tuple[str, str | None, bool]]:
+    hints = typing.get_type_hints(shape)
+    required: frozenset[str] = shape.__required_keys__  # type: ignore[attr-defined]
+    return [(key, _KINDS[hint], key in required) for key, hint in hints.items()]
+
+
+def _source(
+    name: str, surface: bool | None, fields: list[tuple[str, str | None, bool]] | None
+) -> str:
+    """The source of the check function of one event type (straight-line type tests)."""
+    lines = [
+        "def check(w):",
+        "    if not w.keys() <= KEYS:",
+        "        return f'unexpected envelope key(s) {sorted(w.keys() - KEYS)}'",
+        "    v = w.get('seq')",
+        "    if type(v) is not int or v < 0 or v > MAX:",
+        "        return f'seq must be a non-negative safe integer, not {v!r:.40}'",
+        "    v = w.get('time')",
+        "    if type(v) is not int or v < -MAX or v > MAX:",
+        "        return f'time must be a safe integer, not {v!r:.40}'",
+        "    if 'ignorable' in w and type(w['ignorable']) is not bool:",
+        "        return 'ignorable must be a boolean'",
+    ]
+    if surface is not False:
+        lines += [
+            "    if 'sourceEventSeqs' in w and type(w['sourceEventSeqs']) is not list:",
+            "        return 'sourceEventSeqs must be an array of seqs'",
+            "    v = w.get('surfaceOp', MISSING)",
+            "    if v is not MISSING:",
+            "        problem = surface_op_problem(v)",
+            "        if problem is not None:",
+            "            return problem",
+        ]
+        if surface:
+            lines += ["    else:", f"        return 'a {name} event must carry surfaceOp'"]
+    lines += [
+        "    d = w.get('data', MISSING)",
+        "    if d is MISSING:",
+        "        return 'data is missing'",
+    ]
+    if fields is not None:
+        lines += ["    if type(d) is not dict:", "        return 'data must be an object'"]
+        for key, kind, required in fields:
+            lines.append(f"    v = d.get({key!r}, MISSING)")
+            if required:
+                lines += ["    if v is MISSING:", f"        return 'data.{key} is missing'"]
+            if kind is not None:
+                word = _KIND_WORDS.get(kind, "an array")
+                lines += [
+                    f"    if v is not MISSING and type(v) is not {kind}:",
+                    f"        return f'data.{key} must be {word}, not {{v!r:.40}}'",
+                ]
+    lines.append("    return None")
+    return "\n".join(lines)
+
+
+def _compile(
+    name: str, surface: bool | None, fields: list[tuple[str, str | None, bool]] | None
+) -> Check:
+    namespace: dict[str, Any] = {
+        "KEYS": _SURFACE_KEYS if surface is not False else _BASE_KEYS,
+        "MAX": MAX_SAFE_INTEGER,
+        "MISSING": _MISSING,
+        "surface_op_problem": surface_op_problem,
+    }
+    exec(_source(name, surface, fields), namespace)  # generated from our own shapes
+    return namespace["check"]  # type: ignore[no-any-return]
+
+
+def _core_entry(cls: type[_Event[Any]]) -> tuple[type[_Event[Any]], Check]:
+    name = cls.event_type
+    assert name is not None
+    return cls, _compile(name, name in SURFACE_EVENT_TYPES, _data_fields(DATA_SHAPES[name]))
+
+
+OPAQUE_ENTRY: tuple[type[_Event[Any]], Check] = (OpaqueEvent, _compile("opaque", None, None))
+"""How plugin and unknown types are checked and wrapped (data is any JSON value)."""
+
+ENTRIES: dict[str, tuple[type[_Event[Any]], Check]] = {
+    str(cls.event_type): _core_entry(cls) for cls in CORE_EVENT_CLASSES
+}
+ENTRIES.update(dict.fromkeys(PLUGIN_EVENT_TYPES, OPAQUE_ENTRY))

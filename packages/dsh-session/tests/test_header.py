@@ -1,0 +1,108 @@
+"""The session header and its physical line 1 (reference §1.2, §3.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from dsh_session import (
+    HeaderDecodeError,
+    SessionHeader,
+    UnsupportedFormatVersionError,
+    decode_header_line,
+    encode_header_line,
+)
+
+
+def test_every_fixture_header_round_trips_byte_for_byte(fixture_log_lines: list[bytes]) -> None:
+    header, inherited = decode_header_line(fixture_log_lines[0])
+    assert encode_header_line(header, inherited) == fixture_log_lines[0]
+
+
+def test_fixture_header_fields_are_read(fixture_file: Path) -> None:
+    header, inherited = decode_header_line(fixture_file.read_bytes().split(b"\n")[0])
+    assert header.version == 0
+    assert header.id == f"session-{fixture_file.stem.split('--')[0]}"
+    assert inherited == 0
+    assert not header.is_seeded
+
+
+def test_a_header_without_cwd_and_one_with_an_agent_preset_are_read() -> None:
+    line = b'{"type":"session","version":0,"id":"s","createdAt":1,"agentPreset":"minimal"}'
+    header, _ = decode_header_line(line)
+    assert header.cwd is None
+    assert header.agent_preset == "minimal"
+
+
+def test_version_is_checked_before_anything_else() -> None:
+    with pytest.raises(UnsupportedFormatVersionError) as info:
+        decode_header_line(b'{"version":5,"nonsense":true}')
+    assert info.value.version == 5
+
+
+def test_a_missing_version_is_a_decode_error() -> None:
+    with pytest.raises(HeaderDecodeError, match="no version"):
+        decode_header_line(b'{"type":"session","id":"s","createdAt":1}')
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"not json",
+        b"[1]",
+        b'{"type":"event","version":0,"id":"s","createdAt":1}',
+        b'{"type":"session","version":0,"id":"","createdAt":1}',
+        b'{"type":"session","version":0,"id":"s","createdAt":-1}',
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"relative/dir"}',
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"origin":"human"}',
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"sandboxMode":"x"}',
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"seedLength":0}',
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":null}',
+        b'{"type":"session","version":0,"id":"s","createdAt":"1"}',
+    ],
+)
+def test_malformed_headers_raise_header_decode_error(line: bytes) -> None:
+    with pytest.raises(HeaderDecodeError):
+        decode_header_line(line)
+
+
+def test_seed_length_is_the_on_disk_form_of_the_inherited_count() -> None:
+    header = SessionHeader(id="child", created_at=5, parent_session="parent", is_seeded=True)
+    line = encode_header_line(header, 7)
+    assert line == (
+        b'{"type":"session","version":0,"id":"child","createdAt":5,'
+        b'"parentSession":"parent","seedLength":7}'
+    )
+    assert decode_header_line(line) == (header, 7)
+
+
+def test_a_seeded_header_needs_a_cut_and_an_unseeded_one_refuses_one() -> None:
+    with pytest.raises(ValueError, match="seeded"):
+        encode_header_line(SessionHeader(id="s", created_at=1, is_seeded=True), 0)
+    with pytest.raises(ValueError, match="not seeded"):
+        encode_header_line(SessionHeader(id="s", created_at=1), 3)
+
+
+def test_optional_fields_are_written_in_the_writer_order() -> None:
+    header = SessionHeader(
+        id="s",
+        created_at=1,
+        cwd="/w",
+        origin="subagent",
+        delegation_depth=2,
+        agent_preset="p",
+    )
+    assert encode_header_line(header) == (
+        b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w",'
+        b'"origin":"subagent","delegationDepth":2,"agentPreset":"p"}'
+    )
+
+
+def test_the_header_is_immutable_and_validated() -> None:
+    header = SessionHeader(id="s", created_at=1)
+    with pytest.raises(ValidationError):
+        header.id = "t"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        SessionHeader(id="s", created_at=1, cwd="relative")

@@ -1,0 +1,148 @@
+"""The canonical JSON codec and the lossless-JSON rules (reference §1.9, §7.1)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_session import (
+    LosslessJsonError,
+    dumps_canonical,
+    is_lossless_json,
+    js_number,
+    lossless_json_snapshot,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1e21, "1e+21"),
+        (1.5, "1.5"),
+        (100.0, "100"),
+        (0.1, "0.1"),
+        (1e-7, "1e-7"),
+        (1.2345e-7, "1.2345e-7"),
+        (0.000001, "0.000001"),
+        (1e20, "100000000000000000000"),
+        (123456789012345680000.0, "123456789012345680000"),
+        (1e16, "10000000000000000"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (-2.5, "-2.5"),
+        (0.0, "0"),
+        (12500.0, "12500"),
+    ],
+)
+def test_floats_are_formatted_like_javascript(value: float, text: str) -> None:
+    assert js_number(value) == text
+    assert dumps_canonical([value]) == f"[{text}]".encode()
+
+
+def test_output_is_compact_keeps_key_order_and_writes_utf8() -> None:
+    value = {"z": 1, "a": [True, None, "é😀"], "m": {"y": 2, "b": 3}}
+    assert dumps_canonical(value) == '{"z":1,"a":[true,null,"é😀"],"m":{"y":2,"b":3}}'.encode()
+
+
+def test_integers_stay_integers() -> None:
+    assert dumps_canonical({"n": 1785918212891}) == b'{"n":1785918212891}'
+
+
+def test_lone_surrogates_are_escaped_so_output_is_valid_utf8() -> None:
+    out = dumps_canonical({"s": "a\ud800b\udfff"})
+    assert out == b'{"s":"a\\ud800b\\udfff"}'
+    out.decode("utf-8")  # valid UTF-8
+    assert json.loads(out) == {"s": "a\ud800b\udfff"}
+
+
+def test_a_surrogate_pair_held_as_two_code_points_is_one_character() -> None:
+    assert dumps_canonical("\ud83d\ude00") == '"😀"'.encode()
+
+
+def test_control_characters_are_escaped_like_javascript() -> None:
+    assert dumps_canonical("\n\t\x01\x7f") == b'"\\n\\t\\u0001\x7f"'
+
+
+@pytest.mark.parametrize(
+    "bad", [math.nan, math.inf, -math.inf, -0.0], ids=["nan", "inf", "-inf", "neg-zero"]
+)
+def test_non_finite_numbers_and_negative_zero_are_refused(bad: float) -> None:
+    with pytest.raises(LosslessJsonError, match="not losslessly JSON-serializable"):
+        dumps_canonical({"a": [bad]})
+
+
+def test_the_error_names_the_path_of_the_bad_value() -> None:
+    with pytest.raises(LosslessJsonError) as info:
+        dumps_canonical({"a": [1, {"b": math.nan}]})
+    assert info.value.path == "$['a'][1]['b']"
+    assert isinstance(info.value, TypeError)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [(1, 2), {1, 2}, {1: "x"}, object(), b"bytes", 2**53 + 1],
+    ids=["tuple", "set", "int-key", "object", "bytes", "unsafe-int"],
+)
+def test_values_json_cannot_carry_are_refused(bad: object) -> None:
+    assert not is_lossless_json({"v": bad})
+    with pytest.raises(LosslessJsonError):
+        lossless_json_snapshot({"v": bad})
+
+
+def test_big_integers_javascript_holds_exactly_are_allowed() -> None:
+    assert is_lossless_json(2**60)
+    assert dumps_canonical(10**20) == b"100000000000000000000"
+
+
+def test_cycles_are_refused_but_shared_references_are_allowed() -> None:
+    shared = {"x": 1}
+    assert is_lossless_json({"a": shared, "b": shared})
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    assert not is_lossless_json(cyclic)
+
+
+def test_snapshot_is_a_detached_copy() -> None:
+    shared = {"x": [1]}
+    value = {"a": shared, "b": shared}
+    snap = lossless_json_snapshot(value)
+    assert snap == value
+    assert isinstance(snap, dict)
+    assert snap["a"] is not shared
+    assert snap["a"] is not snap["b"]
+
+
+def test_a_proto_key_is_kept_as_data() -> None:
+    assert dumps_canonical({"__proto__": 1}) == b'{"__proto__":1}'
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(
+        lambda f: not (f == 0 and math.copysign(1, f) < 0)
+    )
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_any_lossless_value_round_trips_through_its_bytes(value: object) -> None:
+    assert is_lossless_json(value)
+    # JavaScript reads every number as a double, so compare as doubles (3.5e16 is written
+    # "35273557931059370", which Python reads back as an int)
+    assert json.loads(dumps_canonical(value), parse_int=float) == json.loads(
+        json.dumps(value), parse_int=float
+    )
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_javascript_number_text_reads_back_as_the_same_float(value: float) -> None:
+    assert float(js_number(value)) == value
