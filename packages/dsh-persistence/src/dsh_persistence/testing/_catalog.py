@@ -8,6 +8,7 @@ from dsh_persistence.testing import (
     _clauses_data,
     _clauses_handles,
     _clauses_lifecycle,
+    _clauses_model,
     _clauses_processes,
 )
 from dsh_persistence.testing._runner import Clause
@@ -23,6 +24,6 @@ def _collect(*modules: ModuleType) -> tuple[Clause, ...]:
 
 
 CLAUSES: tuple[Clause, ...] = _collect(
-    _clauses_handles, _clauses_lifecycle, _clauses_data, _clauses_processes
+    _clauses_handles, _clauses_lifecycle, _clauses_data, _clauses_model, _clauses_processes
 )
 """Every clause, in the order the suite runs them."""
