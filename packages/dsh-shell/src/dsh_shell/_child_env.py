@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -25,6 +26,13 @@ def is_credential_name(name: str) -> bool:
     return _CREDENTIAL.search(name) is not None
 
 
+@functools.lru_cache(maxsize=4096)
+def _inheritable(name: str) -> bool:
+    return not (
+        is_dsh_key(name) or name.upper() in SCRUBBED_STARTUP_NAMES or is_credential_name(name)
+    )
+
+
 def scrub_parent_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The inheritable part of a parent environment.
 
@@ -32,13 +40,7 @@ def scrub_parent_environment(environ: Mapping[str, str]) -> dict[str, str]:
     outer or previous harness), credential-shaped names, and ``BASH_ENV``/``ENV``. ``PATH``,
     ``HOME``, locale and proxy variables survive.
     """
-    return {
-        name: value
-        for name, value in environ.items()
-        if not is_dsh_key(name)
-        and name.upper() not in SCRUBBED_STARTUP_NAMES
-        and not is_credential_name(name)
-    }
+    return {name: value for name, value in environ.items() if _inheritable(name)}
 
 
 def compose_child_environment(
