@@ -1,0 +1,36 @@
+"""What the model is told about the bash tool (pinned by a snapshot test)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from dsh_shell import DSH_ENV_PREFIX
+
+__all__ = ["bash_description"]
+
+_COMMON: Final = (
+    "Run a bash command with `bash -c` and return its stdout and stderr.",
+    "Every call starts a fresh shell: the working directory, variables and functions do not "
+    "carry over between calls, so pass `workdir` instead of running `cd`.",
+    "A non-zero exit status is reported as `[exit code: N]` on the last line of the result; "
+    "check it and investigate failures before moving on.",
+    f"Current harness environment facts are available to every command as managed "
+    f"`${DSH_ENV_PREFIX}*` variables; inspect them when you need them.",
+    "Long output is cut to its tail, and the full output is saved to a file whose path is "
+    "reported when available.",
+)
+
+_BACKGROUND: Final = (
+    "For long-running commands set `run_in_background: true`: the call returns a job id at once; "
+    "read the job's output with `job_output`, list jobs with `job_list` and stop one with "
+    "`job_kill`."
+)
+
+_NO_BACKGROUND: Final = (
+    "Background execution is not available; long-running commands must finish within the timeout."
+)
+
+
+def bash_description(*, enable_background: bool) -> str:
+    """The bash tool's description: one sentence per line, background guidance last."""
+    return "\n".join((*_COMMON, _BACKGROUND if enable_background else _NO_BACKGROUND))

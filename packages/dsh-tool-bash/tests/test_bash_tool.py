@@ -1,0 +1,351 @@
+"""BashTool: schema, description, the request it builds, workdir, rendering and errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_shell import ShellExecRequest, ShellWorkdirError
+from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry, bash_description
+from dsh_tools import ToolCall, ToolRegistry
+
+BACKGROUND_DESCRIPTION = (
+    "Run a bash command with `bash -c` and return its stdout and stderr.\n"
+    "Every call starts a fresh shell: the working directory, variables and functions do not "
+    "carry over between calls, so pass `workdir` instead of running `cd`.\n"
+    "A non-zero exit status is reported as `[exit code: N]` on the last line of the result; "
+    "check it and investigate failures before moving on.\n"
+    "Current harness environment facts are available to every command as managed `$DSH_*` "
+    "variables; inspect them when you need them.\n"
+    "Long output is cut to its tail, and the full output is saved to a file whose path is "
+    "reported when available.\n"
+    "For long-running commands set `run_in_background: true`: the call returns a job id at "
+    "once; read the job's output with `job_output`, list jobs with `job_list` and stop one "
+    "with `job_kill`."
+)
+
+FOREGROUND_ONLY_LAST_LINE = (
+    "Background execution is not available; long-running commands must finish within the timeout."
+)
+
+
+def _single(executor: Any) -> ShellExecRequest:
+    assert len(executor.requests) == 1
+    request: ShellExecRequest = executor.requests[0]
+    return request
+
+
+# -- schema and description ---------------------------------------------------------------------
+
+
+def test_with_background_the_schema_has_five_properties(bash: BashTool) -> None:
+    parameters = bash.schema().parameters
+    assert list(parameters["properties"]) == [
+        "command",
+        "description",
+        "timeoutMs",
+        "workdir",
+        "run_in_background",
+    ]
+    assert parameters["required"] == ["command", "description"]
+    assert parameters["properties"]["timeoutMs"]["type"] == "number"
+
+
+def test_without_background_the_schema_has_no_run_in_background(
+    executor: Any, shell_env: ShellEnvRegistry
+) -> None:
+    schema = BashTool(executor, shell_env, enable_background=False).schema()
+    assert list(schema.parameters["properties"]) == [
+        "command",
+        "description",
+        "timeoutMs",
+        "workdir",
+    ]
+    assert "run_in_background" not in str(schema.to_wire())
+
+
+def test_the_description_with_background_is_pinned(bash: BashTool) -> None:
+    assert bash.description == BACKGROUND_DESCRIPTION
+    assert bash.schema().description == BACKGROUND_DESCRIPTION
+
+
+def test_the_description_without_background_is_pinned(
+    executor: Any, shell_env: ShellEnvRegistry
+) -> None:
+    description = BashTool(executor, shell_env, enable_background=False).description
+    expected_head = BACKGROUND_DESCRIPTION.rsplit("\n", 1)[0]
+    assert description == f"{expected_head}\n{FOREGROUND_ONLY_LAST_LINE}"
+    assert description == bash_description(enable_background=False)
+
+
+@pytest.mark.parametrize("enable_background", [True, False])
+def test_the_description_teaches_dsh_variables_and_no_persistence_key(
+    executor: Any, shell_env: ShellEnvRegistry, enable_background: bool
+) -> None:
+    text = str(BashTool(executor, shell_env, enable_background=enable_background).schema())
+    assert "$DSH_*" in text
+    for persistence_specific in ("JSONL", "DSH_SESSION_JSONL", "transcript", "sessions-plain"):
+        assert persistence_specific not in text
+
+
+# -- the request --------------------------------------------------------------------------------
+
+
+async def test_a_foreground_request_carries_the_managed_snapshot(
+    call: Any, executor: Any, caller: Any, home: Path
+) -> None:
+    await call("bash", {"command": "echo hi", "description": "Say hi"}, caller)
+    request = _single(executor)
+    assert dict(request.dsh_env or {}) == {
+        "DSH_HOME": str(home),
+        "DSH_SHELL": "1",
+        "DSH_SESSION_ID": "session-a",
+    }
+    assert request.env is None
+    assert request.stdin is None
+    assert request.stdout_max_bytes is None
+    assert dict(executor.run_specs[0].dsh_env) == dict(request.dsh_env or {})
+
+
+async def test_a_call_without_agent_has_no_session_id(call: Any, executor: Any, home: Path) -> None:
+    await call("bash", {"command": "echo hi", "description": "Say hi"})
+    assert dict(_single(executor).dsh_env or {}) == {"DSH_HOME": str(home), "DSH_SHELL": "1"}
+
+
+async def test_model_supplied_env_stdin_caps_and_spoofed_ids_never_reach_the_executor(
+    call: Any, executor: Any, caller: Any
+) -> None:
+    arguments = {
+        "command": "env",
+        "description": "Show the environment",
+        "env": {"DSH_SESSION_ID": "spoofed", "PATH": "/evil"},
+        "dsh_env": {"DSH_SESSION_ID": "spoofed"},
+        "DSH_SESSION_ID": "spoofed",
+        "stdin": "input",
+        "stdoutMaxBytes": 1,
+        "stdout_max_bytes": 1,
+    }
+    result = await call("bash", arguments, caller)
+    assert not result.is_error
+    request = _single(executor)
+    assert request.env is None
+    assert request.stdin is None
+    assert request.stdout_max_bytes is None
+    assert (request.dsh_env or {})["DSH_SESSION_ID"] == "session-a"
+    assert executor.run_specs[0].stdout_max_bytes == 64_000
+
+
+async def test_a_stale_ambient_session_id_does_not_reach_the_request_and_environ_is_untouched(
+    call: Any, executor: Any, caller: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DSH_SESSION_ID", "stale-parent")
+    before = dict(os.environ)
+    await call("bash", {"command": "true", "description": "Do nothing"}, caller)
+    assert (_single(executor).dsh_env or {})["DSH_SESSION_ID"] == "session-a"
+    assert dict(os.environ) == before
+
+
+async def test_two_agents_overlapping_calls_get_their_own_snapshots(
+    tools: ToolRegistry, executor: Any, caller: Any, other_caller: Any
+) -> None:
+    executor.gate = asyncio.Event()
+    args = '{"command": "echo $DSH_SESSION_ID", "description": "Print the session"}'
+    first = asyncio.create_task(tools.execute(ToolCall("c1", "bash", args), caller))
+    second = asyncio.create_task(tools.execute(ToolCall("c2", "bash", args), other_caller))
+    await executor.entered.get()
+    await executor.entered.get()
+    assert executor.running == 2
+    executor.gate.set()
+    await asyncio.gather(first, second)
+    ids = sorted((request.dsh_env or {})["DSH_SESSION_ID"] for request in executor.requests)
+    assert ids == ["session-a", "session-b"]
+    assert executor.requests[0].dsh_env is not executor.requests[1].dsh_env
+
+
+async def test_a_contributor_key_reaches_the_request_only_while_registered(
+    call: Any, executor: Any, shell_env: ShellEnvRegistry, contributor_factory: Any, caller: Any
+) -> None:
+    contributor = contributor_factory(
+        "plug", {"DSH_PLUG": "A plugin fact."}, lambda e: {"DSH_PLUG": f"for-{e.session_id}"}
+    )
+    with shell_env.register(contributor):
+        await call("bash", {"command": "true", "description": "Run once"}, caller)
+    await call("bash", {"command": "true", "description": "Run twice"}, caller)
+    first, second = ((request.dsh_env or {}) for request in executor.requests)
+    assert first["DSH_PLUG"] == "for-session-a"
+    assert "DSH_PLUG" not in second
+
+
+async def test_the_timeout_is_given_in_milliseconds_and_sent_in_seconds(
+    call: Any, executor: Any
+) -> None:
+    await call("bash", {"command": "sleep 1", "description": "Sleep", "timeoutMs": 2500})
+    assert _single(executor).timeout == 2.5
+
+
+# -- workdir ------------------------------------------------------------------------------------
+
+
+async def test_the_workdir_defaults_to_the_session_cwd(
+    call: Any, executor: Any, caller: Any
+) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd"}, caller)
+    assert _single(executor).workdir == "/work/project-a"
+    assert executor.run_specs[0].workdir == Path("/work/project-a")
+
+
+async def test_a_relative_workdir_resolves_against_the_session_cwd(
+    call: Any, executor: Any, caller: Any
+) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd", "workdir": "sub/dir"}, caller)
+    assert executor.run_specs[0].workdir == Path("/work/project-a/sub/dir")
+
+
+async def test_an_absolute_workdir_is_used_as_given(call: Any, executor: Any, caller: Any) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd", "workdir": "/tmp"}, caller)
+    assert executor.run_specs[0].workdir == Path("/tmp")
+
+
+async def test_two_sessions_run_in_their_own_directories(
+    call: Any, executor: Any, caller: Any, other_caller: Any
+) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd"}, caller)
+    await call("bash", {"command": "pwd", "description": "Print cwd"}, other_caller)
+    assert [spec.workdir for spec in executor.run_specs] == [
+        Path("/work/project-a"),
+        Path("/work/project-b"),
+    ]
+
+
+async def test_without_agent_the_executor_default_workdir_applies(call: Any, executor: Any) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd"})
+    assert _single(executor).workdir is None
+    assert executor.run_specs[0].workdir == Path("/executor/default")
+
+
+async def test_an_agent_without_cwd_uses_the_executor_default(
+    call: Any, executor: Any, caller_factory: Any
+) -> None:
+    await call("bash", {"command": "pwd", "description": "Print cwd"}, caller_factory(cwd=None))
+    assert executor.run_specs[0].workdir == Path("/executor/default")
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        ({"stdout": "hello\n"}, "hello\n"),
+        ({}, "(no output)"),
+        ({"stdout": "out\n", "stderr": "err\n"}, "out\n[stderr]\nerr\n"),
+        ({"stdout": "failing", "exit_code": 3}, "failing\n[exit code: 3]"),
+        (
+            {"exit_code": None, "signal": "SIGTERM", "timed_out": True, "timeout": 0.1},
+            "(no output)\n[timed out after 100ms]\n[killed by signal: SIGTERM]",
+        ),
+    ],
+)
+async def test_results_are_rendered_with_the_shell_markers(
+    call: Any, executor: Any, result_factory: Any, kwargs: dict[str, Any], text: str
+) -> None:
+    executor.result = result_factory(**kwargs)
+    result = await call("bash", {"command": "x", "description": "Run x"})
+    assert result.text == text
+    assert result.is_error is False
+
+
+async def test_an_aborted_run_is_an_aborted_error(
+    call: Any, executor: Any, result_factory: Any
+) -> None:
+    executor.result = result_factory(exit_code=None, signal="SIGTERM", aborted=True)
+    result = await call("bash", {"command": "sleep 9", "description": "Sleep"})
+    assert result.is_error
+    assert result.error is not None
+    assert (result.error.code, result.text) == ("ABORTED", "Error: tool call aborted")
+
+
+async def test_cancelling_the_call_is_reported_as_aborted(
+    tools: ToolRegistry, executor: Any
+) -> None:
+    executor.gate = asyncio.Event()
+    args = '{"command": "sleep 9", "description": "Sleep"}'
+    task = asyncio.create_task(tools.execute(ToolCall("c1", "bash", args)))
+    await executor.entered.get()
+    task.cancel()
+    result = await task
+    assert result.error is not None
+    assert result.error.code == "ABORTED"
+
+
+async def test_an_infrastructure_failure_is_an_error_result(call: Any, executor: Any) -> None:
+    executor.error = ShellWorkdirError(Path("/missing"), "no such directory")
+    result = await call("bash", {"command": "ls", "description": "List"})
+    assert result.is_error
+    assert result.error is not None
+    assert result.error.name == "ShellWorkdirError"
+    assert "/missing" in result.text
+    assert "no such directory" in result.text
+
+
+async def test_a_failing_contributor_fails_the_call_before_anything_runs(
+    call: Any, executor: Any, shell_env: ShellEnvRegistry, contributor_factory: Any
+) -> None:
+    shell_env.register(contributor_factory("bad", {"DSH_X": "X."}, lambda e: {"DSH_X": 1}))
+    result = await call("bash", {"command": "ls", "description": "List"})
+    assert result.is_error
+    assert result.error is not None
+    assert result.error.name == "NonStringEnvValueError"
+    assert "'bad' returned a non-string value for DSH_X" in result.text
+    assert executor.requests == []
+
+
+# -- argument values ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"command": "  ", "description": "Blank"}, "invalid command: expected a non-empty string"),
+        ({"command": "ls", "description": " "}, "invalid description: expected a non-empty string"),
+        (
+            {"command": "ls", "description": "List", "timeoutMs": 0},
+            "invalid timeoutMs: expected a positive number, got 0.0",
+        ),
+        (
+            {"command": "ls", "description": "List", "timeoutMs": -5},
+            "invalid timeoutMs: expected a positive number, got -5.0",
+        ),
+    ],
+)
+async def test_invalid_values_are_invalid_args_and_nothing_runs(
+    call: Any, executor: Any, arguments: dict[str, Any], problem: str
+) -> None:
+    result = await call("bash", arguments)
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert result.text == f"Error: Invalid arguments for tool bash: {problem}"
+    assert executor.requests == []
+
+
+async def test_a_missing_command_is_reported_by_the_registry(call: Any, executor: Any) -> None:
+    result = await call("bash", {"description": "Nothing"})
+    assert result.text == "Error: Invalid arguments for tool bash: command: field required"
+
+
+async def test_run_in_background_sent_to_a_foreground_only_tool_is_refused(
+    executor: Any, shell_env: ShellEnvRegistry
+) -> None:
+    tools = ToolRegistry()
+    tools.register(BashTool(executor, shell_env, enable_background=False, jobs=JobRegistry()))
+    args = '{"command": "sleep 60", "description": "Sleep", "run_in_background": true}'
+    result = await tools.execute(ToolCall("c1", "bash", args))
+    assert result.error is not None
+    assert result.error.code == "BACKGROUND_DISABLED"
+    assert "run_in_background is disabled" in result.text
+    assert executor.requests == []
+    assert executor.start_specs == []
