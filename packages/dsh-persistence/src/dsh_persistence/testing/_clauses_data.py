@@ -241,3 +241,21 @@ async def _expect_plain_equals_export(persistence: SessionPersistence, session_i
     await export_session(persistence, session_id, out)
     content = await asyncio.to_thread(Path(path).read_bytes)
     expect_equal(content, out.getvalue(), f"the bytes of {path}")
+
+
+@clause()
+async def clause_read_results_belong_to_the_caller(ctx: ClauseContext) -> None:
+    """Changing the sequence a read returned (when it is mutable) changes nothing stored or
+    served to later reads."""
+    persistence = await ctx.instance()
+    async with await persistence.create(header("owned-results")) as writer:
+        await writer.append(one_turn())
+        first = await writer.read()
+        if isinstance(first, list):
+            first.clear()
+        expect_events(await writer.read(), one_turn(), "a read after mutating an earlier result")
+    async with await persistence.open("owned-results", "read") as reader:
+        again = await reader.read()
+        if isinstance(again, list):
+            again.reverse()
+        expect_events(await reader.read(), one_turn(), "a reader's second read")
