@@ -60,26 +60,29 @@ async def test_aclose_kills_running_background_processes(tmp_path: Path) -> None
 
 
 def test_background_groups_die_when_the_host_interpreter_exits(tmp_path: Path) -> None:
+    # The loop is left running-capable and unclosed, with the process task pending: only the
+    # executor's interpreter-exit hook can kill the group.
     script = """
 import asyncio, sys
 from pathlib import Path
 from dsh_bash_local import LocalBashExecutor
 from dsh_shell import ShellExecRequest
 
-async def main():
-    executor = LocalBashExecutor()
+executor = LocalBashExecutor()
+
+async def start() -> None:
     request = ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=sys.argv[1])
     executor.start(executor.resolve(request))
     while not Path(sys.argv[1], "pid").exists():
         await asyncio.sleep(0.01)
-    asyncio.get_running_loop().stop()  # leave without aclose()
 
-try:
-    asyncio.run(main())
-except RuntimeError:
-    pass
+loop = asyncio.new_event_loop()
+loop.run_until_complete(start())
+sys.exit(0)
 """
-    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=60)
+    subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], check=True, timeout=60, capture_output=True
+    )
     pid = int((tmp_path / "pid").read_text())
     try:
         assert not _alive(pid)
