@@ -6,6 +6,7 @@ re-encodes to the same bytes. Import everything from the package root.
 
 from dsh_session._chunks import ROW_TYPES, decode_row, encode_rows, row_last_seq
 from dsh_session._codec import decode_event, encode_event, make_event
+from dsh_session._derive import project_message
 from dsh_session._errors import (
     ChunkRowError,
     EventDecodeError,
@@ -53,6 +54,7 @@ from dsh_session._events import (
     UserMessageEvent,
     is_known_event_type,
 )
+from dsh_session._fork import fork_seed
 from dsh_session._header import (
     SESSION_FORMAT_VERSION,
     SessionHeader,
@@ -67,20 +69,37 @@ from dsh_session._json import (
     js_number,
     lossless_json_snapshot,
 )
+from dsh_session._repair import (
+    NOT_STARTED_TEXT,
+    OUTCOME_UNKNOWN_TEXT,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
+    interrupted_turn_closers,
+)
+from dsh_session._request_header import AdapterDefaults, EpochHeader, fold_request_header
+from dsh_session._session import EventsView, Session, Subscription
+from dsh_session._surface import Replacement, SurfaceFold, fold_surface
 
 __all__ = [
     "CORE_EVENT_TYPES",
     "MAX_SAFE_INTEGER",
+    "NOT_STARTED_TEXT",
+    "OUTCOME_UNKNOWN_TEXT",
     "PLUGIN_EVENT_TYPES",
     "ROW_TYPES",
     "SESSION_FORMAT_VERSION",
     "SURFACE_EVENT_TYPES",
+    "TOOL_NOT_STARTED",
+    "TOOL_OUTCOME_UNKNOWN",
+    "AdapterDefaults",
     "AssistantChunkData",
     "AssistantChunkEvent",
     "AssistantMessageData",
     "AssistantMessageEvent",
     "ChunkRowError",
+    "EpochHeader",
     "EventDecodeError",
+    "EventsView",
     "FreeData",
     "HeaderDecodeError",
     "HookInvokedEvent",
@@ -88,10 +107,12 @@ __all__ = [
     "JsonValue",
     "LosslessJsonError",
     "OpaqueEvent",
+    "Replacement",
     "RequestContextData",
     "RequestContextEvent",
     "RequestHeaderData",
     "RequestHeaderEvent",
+    "Session",
     "SessionEndSeedEvent",
     "SessionEvent",
     "SessionForkError",
@@ -103,6 +124,8 @@ __all__ = [
     "StepData",
     "StepEndEvent",
     "StepStartEvent",
+    "Subscription",
+    "SurfaceFold",
     "SurfaceOp",
     "SurfaceReplace",
     "ToolCallData",
@@ -123,10 +146,15 @@ __all__ = [
     "encode_event",
     "encode_header_line",
     "encode_rows",
+    "fold_request_header",
+    "fold_surface",
+    "fork_seed",
+    "interrupted_turn_closers",
     "is_known_event_type",
     "is_lossless_json",
     "js_number",
     "lossless_json_snapshot",
     "make_event",
+    "project_message",
     "row_last_seq",
 ]

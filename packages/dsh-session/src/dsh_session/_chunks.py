@@ -152,7 +152,7 @@ def _expand(row_type: str, wire: JsonObject) -> list[SessionEvent]:
     def bad(reason: str) -> ChunkRowError:
         return ChunkRowError(row_type, reason)
 
-    if list(wire) != ["type", "seq0", "time0", "data"]:
+    if wire.keys() != {"type", "seq0", "time0", "data"}:
         raise bad(f"keys must be type, seq0, time0, data; got {list(wire)}")
     seq0, time0, data = wire["seq0"], wire["time0"], wire["data"]
     if not _safe(seq0) or seq0 < 0:
@@ -163,9 +163,10 @@ def _expand(row_type: str, wire: JsonObject) -> list[SessionEvent]:
     tool = chunk_type == "tool-call-delta"
     if type(data) is not dict:
         raise bad("data must be an object")
-    keys = list(data)
-    if keys not in ((_TOOL_ROW_DATA, _TOOL_ROW_DATA_NAMED) if tool else (_TEXT_ROW_DATA,)):
-        raise bad(f"unexpected data keys {keys}")
+    keys = set(data)
+    allowed = (_TOOL_ROW_DATA, _TOOL_ROW_DATA_NAMED) if tool else (_TEXT_ROW_DATA,)
+    if not any(keys == set(option) for option in allowed):
+        raise bad(f"unexpected data keys {sorted(keys)}")
     turn, step, index, dt = data["turn"], data["step"], data["index"], data["dt"]
     if not (_safe(turn) and _safe(step) and _safe(index)):
         raise bad("turn, step and index must be safe integers")

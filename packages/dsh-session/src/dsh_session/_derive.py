@@ -1,0 +1,67 @@
+"""Surface node → model message (reference §1.6), for both data shapes v0 writers used."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from dsh_llm import AssistantMessage, Message, ToolResultMessage, UserMessage
+from dsh_session._errors import SessionValidationError
+from dsh_session._events import JsonObject, SessionEvent
+
+
+def _assistant(data: JsonObject) -> AssistantMessage | None:
+    if "message" in data:
+        message = data["message"]
+        if not message.get("content"):
+            return None  # the node only carries usage (max tokens before any content)
+        return AssistantMessage.model_validate(message)
+    content = data.get("content")
+    if not content:
+        return None
+    provenance = data.get("provenance") or {}
+    return AssistantMessage.model_validate(
+        {"role": "assistant", "content": content, "source": {"kind": "model", **provenance}}
+    )
+
+
+def _tool_result(data: JsonObject) -> ToolResultMessage:
+    if "message" in data:
+        return ToolResultMessage.model_validate(data["message"])
+    call_id = data.get("callId")
+    block: JsonObject = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": data.get("content"),
+    }
+    if "isError" in data:
+        block["isError"] = data["isError"]
+    return ToolResultMessage.model_validate(
+        {"source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    )
+
+
+def project_message(event: SessionEvent) -> Message | None:
+    """The model message a surface event stands for, or ``None`` (an empty assistant message,
+    or a non-surface event).
+
+    ``user/message`` data is the message; ``assistant/message`` is ``data.message`` or, in the
+    ``{content, provenance}`` shape, a message with a model source built from the provenance;
+    ``tool/result`` is ``data.message`` or, in the ``{callId, content, isError}`` shape, a
+    one-block tool-result message. Raises :class:`SessionValidationError` (code ``DERIVE``) when
+    the data is not a valid message.
+    """
+    data = event.to_wire()["data"]
+    try:
+        if event.type == "user/message":
+            return UserMessage.model_validate(data)
+        if event.type == "assistant/message":
+            return _assistant(data)
+        if event.type == "tool/result":
+            return _tool_result(data)
+    except (ValidationError, AttributeError, TypeError) as exc:
+        raise SessionValidationError(
+            f"{event.type} data is not a valid message ({exc})".splitlines()[0],
+            code="DERIVE",
+            seq=event.seq,
+        ) from None
+    return None
