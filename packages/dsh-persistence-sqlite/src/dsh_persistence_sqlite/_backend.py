@@ -1,0 +1,314 @@
+"""``SqlitePersistence``: every session log in one SQLite database file."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import itertools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dsh_persistence import (
+    SessionAlreadyExistsError,
+    SessionAlreadyOwnedError,
+    SessionHandleClosedError,
+    SessionPersistenceNotFoundError,
+    SessionSnapshot,
+    materialize_create_header,
+)
+from dsh_persistence_sqlite._handle import Access, SqliteSessionHandle
+from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
+from dsh_persistence_sqlite._store import Store
+from dsh_session import SessionHeader
+
+T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+
+
+def _release_on_success(future: asyncio.Future[Any]) -> None:
+    """For a claim whose awaiting caller was cancelled: drop what it acquired."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    result = future.result()
+    if isinstance(result, SessionLock):
+        result.release()
+    elif isinstance(result, SqliteSessionHandle):
+        result._release_sync()
+
+
+class SqlitePersistence:
+    """Session logs in one SQLite database at ``path`` (stdlib ``sqlite3``, WAL, STRICT tables).
+
+    - ``compression`` (default on): a row of 4 KiB or more is stored zstd-compressed when that
+      is smaller; reading handles both forms whatever this setting is;
+    - ``pack_chunks``: runs of ``assistant/chunk`` events are stored as packed rows (at most
+      1,024 events and 1 MiB each); reads return the same logical events either way;
+    - ``busy_timeout_ms``: how long a write waits for another connection's write transaction.
+
+    The file is created with mode 0600; a symlink, a non-regular file, or a database that is not
+    a dsh session store is refused with a ``SqliteStoreError`` naming the path (on first use).
+    Each append is one transaction with ``synchronous=FULL``: durable when it returns. A write
+    handle owns its session in this process and, through an ``flock`` on a file in
+    ``<path>-locks/``, across processes. All database work runs on one thread per instance.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        compression: bool = True,
+        pack_chunks: bool = False,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    ) -> None:
+        if not isinstance(compression, bool):
+            raise TypeError(f"compression must be a bool, got {compression!r}")
+        if not isinstance(pack_chunks, bool):
+            raise TypeError(f"pack_chunks must be a bool, got {pack_chunks!r}")
+        if type(busy_timeout_ms) is not int or not 0 <= busy_timeout_ms <= 2**31 - 1:
+            raise ValueError(
+                f"busy_timeout_ms must be an int in [0, 2**31-1], got {busy_timeout_ms!r}"
+            )
+        raw = os.fspath(path)
+        if raw in ("", ":memory:") or raw.startswith("file:"):
+            raise ValueError(f"path must name a database file, got {raw!r}")
+        self._path = Path(os.path.abspath(os.path.expanduser(raw)))
+        self._compression = compression
+        self._pack = pack_chunks
+        self._lock_dir = lock_dir_for(self._path)
+        self._store = Store(self._path, busy_timeout_ms=busy_timeout_ms, compression=compression)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
+        self._pending: dict[str, SqliteSessionHandle] = {}
+        self._pending_tokens: dict[str, int] = {}
+        self._writers: dict[str, SqliteSessionHandle | None] = {}
+        self._handles: set[SqliteSessionHandle] = set()
+        self._tokens = itertools.count(1)
+        self._closed = False
+
+    @property
+    def path(self) -> Path:
+        """The absolute database path."""
+        return self._path
+
+    @property
+    def lock_dir(self) -> Path:
+        """``<path>-locks``: where the per-session lock files live."""
+        return self._lock_dir
+
+    @property
+    def compression(self) -> bool:
+        """Whether rows of 4 KiB and more are written zstd-compressed (when smaller)."""
+        return self._compression
+
+    @property
+    def pack_chunks(self) -> bool:
+        """Whether appended runs of chunk events are stored as packed rows."""
+        return self._pack
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """Run ``fn(*args)`` on this instance's database thread, in call order."""
+        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def _claim(self, fn: Callable[..., T], *args: Any) -> T:
+        """``_submit`` for work that acquires a lock: a cancelled caller does not leak it."""
+        future = self._submit(fn, *args)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            future.add_done_callback(_release_on_success)
+            raise
+
+    def _check_instance(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"SqlitePersistence({self._path}) is closed")
+
+    def _is_pending(self, session_id: str) -> bool:
+        handle = self._pending.get(session_id)
+        return handle is not None and not handle._materialized
+
+    def _forget(self, handle: SqliteSessionHandle) -> None:
+        self._handles.discard(handle)
+        session_id = handle.id
+        if self._writers.get(session_id) is handle:
+            del self._writers[session_id]
+        if self._pending.get(session_id) is handle:
+            del self._pending[session_id]  # closed unwritten: it never existed
+            self._pending_tokens.pop(session_id, None)
+
+    # -- service ----------------------------------------------------------------------------
+
+    async def create(
+        self, header: SessionHeader, *, inherited_event_count: int = 0
+    ) -> SqliteSessionHandle:
+        """Start a session (materialized by its first append or flush); its write handle.
+
+        Raises ``SessionAlreadyExistsError`` if the id is stored, pending here, or being
+        created by another process.
+        """
+        self._check_instance()
+        materialize_create_header(header, inherited_event_count)
+        session_id = header.id
+        if session_id in self._pending or session_id in self._writers:
+            raise SessionAlreadyExistsError(session_id)
+        handle = SqliteSessionHandle(
+            self,
+            header=header,
+            inherited_event_count=inherited_event_count,
+            access="write",
+            materialized=False,
+        )
+        self._pending[session_id] = handle
+        self._pending_tokens[session_id] = next(self._tokens)
+        self._writers[session_id] = handle
+        try:
+            handle._lock = await self._claim(self._claim_new_sync, session_id)
+        except BaseException:
+            self._forget(handle)
+            raise
+        self._handles.add(handle)
+        return handle
+
+    def _claim_new_sync(self, session_id: str) -> SessionLock:
+        if self._store.exists(session_id):
+            raise SessionAlreadyExistsError(session_id)
+        try:
+            lock = SessionLock.acquire(self._lock_dir, session_id)
+        except LockContendedError:
+            raise SessionAlreadyExistsError(session_id) from None
+        try:
+            if self._store.exists(session_id):
+                raise SessionAlreadyExistsError(session_id)
+        except BaseException:
+            lock.release()
+            raise
+        return lock
+
+    async def open(self, session_id: str, access: Access) -> SqliteSessionHandle:
+        """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``."""
+        self._check_instance()
+        if access not in ("read", "write"):
+            raise ValueError(f"access must be 'read' or 'write', got {access!r}")
+        if not isinstance(session_id, str):
+            raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
+        if access == "read":
+            return await self._open_read(session_id)
+        if session_id in self._writers:
+            raise SessionAlreadyOwnedError(session_id)
+        self._writers[session_id] = None  # the claim; released on any failure below
+        try:
+            handle = await self._claim(self._open_write_sync, session_id)
+        except BaseException:
+            if self._writers.get(session_id) is None:
+                self._writers.pop(session_id, None)
+            raise
+        self._writers[session_id] = handle
+        self._handles.add(handle)
+        return handle
+
+    def _open_write_sync(self, session_id: str) -> SqliteSessionHandle:
+        if not self._store.exists(session_id):
+            raise SessionPersistenceNotFoundError(session_id)
+        try:
+            lock = SessionLock.acquire(self._lock_dir, session_id)
+        except LockContendedError:
+            raise SessionAlreadyOwnedError(session_id) from None
+        try:
+            tail = self._store.open_for_write(session_id)
+        except BaseException:
+            lock.release()
+            raise
+        return SqliteSessionHandle(
+            self,
+            header=tail.stored.header,
+            inherited_event_count=tail.stored.inherited_event_count,
+            access="write",
+            materialized=True,
+            next_seq=tail.next_seq,
+            torn_seq=tail.torn_seq,
+            lock=lock,
+        )
+
+    async def _open_read(self, session_id: str) -> SqliteSessionHandle:
+        pending = self._pending.get(session_id)
+        if pending is not None:
+            header, inherited = pending.header, pending.inherited_event_count
+        else:
+            stored = await self._submit(self._store.load, session_id)
+            if stored is None:
+                raise SessionPersistenceNotFoundError(session_id)
+            header, inherited = stored.header, stored.inherited_event_count
+        handle = SqliteSessionHandle(
+            self,
+            header=header,
+            inherited_event_count=inherited,
+            access="read",
+            materialized=True,
+        )
+        self._handles.add(handle)
+        return handle
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    def _pending_snapshot(self, handle: SqliteSessionHandle) -> SessionSnapshot:
+        token = self._pending_tokens.get(handle.id, 0)
+        return SessionSnapshot(header=handle.header, revision=f"pending:{token}", event_count=0)
+
+    async def stat(self, session_id: str) -> SessionSnapshot | None:
+        """The snapshot of one session (its row and its last event row); ``None`` if absent."""
+        self._check_instance()
+        pending = self._pending.get(session_id)
+        if pending is not None and not pending._materialized:
+            return self._pending_snapshot(pending)
+        return await self._submit(self._store.snapshot, session_id)
+
+    async def list(self) -> builtins.list[SessionSnapshot]:
+        """Every visible session (stored, plus this instance's pending creates)."""
+        self._check_instance()
+        pending = [h for h in self._pending.values() if not h._materialized]
+        snapshots = await self._submit(self._store.snapshots)
+        if pending:
+            seen = {snapshot.header.id for snapshot in snapshots}
+            snapshots.extend(self._pending_snapshot(h) for h in pending if h.id not in seen)
+        return snapshots
+
+    async def flush(self) -> None:
+        """Durability barrier over every write handle active now; failures are aggregated."""
+        self._check_instance()
+        errors: builtins.list[Exception] = []
+        for handle in builtins.list(self._writers.values()):
+            if handle is None:
+                continue
+            try:
+                await handle.flush()
+            except SessionHandleClosedError:
+                continue  # it is closing, and close drains: counts as flushed
+            except Exception as error:
+                errors.append(error)
+        if errors:
+            raise ExceptionGroup(f"flush failed for {len(errors)} session(s)", errors)
+
+    async def aclose(self) -> None:
+        """Close every handle of this instance, release every lock, close the database."""
+        if self._closed:
+            return
+        self._closed = True
+        handles = builtins.list(self._handles)
+        results = await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+        try:
+            await self._submit(self._store.close)
+        finally:
+            self._executor.shutdown(wait=False)
+        errors = [r for r in results if isinstance(r, Exception)]
+        if errors:
+            raise ExceptionGroup(f"closing {len(errors)} handle(s) failed", errors)
+
+    def __repr__(self) -> str:
+        return (
+            f"SqlitePersistence({str(self._path)!r}, compression={self._compression}, "
+            f"pack_chunks={self._pack})"
+        )

@@ -1,0 +1,197 @@
+"""``SqliteSessionHandle``: one session opened for read or write on a session database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Self
+
+from dsh_persistence import (
+    AppendBatch,
+    SessionHandleClosedError,
+    SessionPersistenceCorruptionError,
+    SessionReadOnlyError,
+    assert_contiguous,
+    check_read_range,
+    materialize_append_batch,
+)
+from dsh_persistence_sqlite._lock import SessionLock
+from dsh_persistence_sqlite._rows import rows_of_batch
+from dsh_session import SessionEvent, SessionHeader
+
+if TYPE_CHECKING:
+    from dsh_persistence_sqlite._backend import SqlitePersistence
+
+Access = Literal["read", "write"]
+
+
+class SqliteSessionHandle:
+    """A per-session handle of :class:`SqlitePersistence` (an async context manager).
+
+    A write handle is the single owner of its session (an in-process claim plus an ``flock`` on
+    the session's lock file). Every operation runs on the instance's database thread, in the
+    order it was called, so appends from many tasks are serialized and ``close`` drains the
+    ones started before it. Reads come from the database: a read handle sees every append that
+    returned before the read started, and never a shorter log than it saw before.
+    """
+
+    def __init__(
+        self,
+        backend: SqlitePersistence,
+        *,
+        header: SessionHeader,
+        inherited_event_count: int,
+        access: Access,
+        materialized: bool,
+        next_seq: int = 0,
+        torn_seq: int | None = None,
+        lock: SessionLock | None = None,
+    ) -> None:
+        self._backend = backend
+        self._header = header
+        self._inherited = inherited_event_count
+        self._access: Access = access
+        self._closed = False
+        self._close_task: asyncio.Future[None] | None = None
+        self._served = 0
+        # Write state, changed only on the database thread.
+        self._materialized = materialized
+        self._next_seq = next_seq
+        self._torn_seq = torn_seq
+        self._touched = False
+        self._lock = lock
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        return self._header.id
+
+    @property
+    def header(self) -> SessionHeader:
+        """The header, fixed at create/open."""
+        return self._header
+
+    @property
+    def inherited_event_count(self) -> int:
+        """How many leading events a fork inherited (0 when not seeded)."""
+        return self._inherited
+
+    @property
+    def access(self) -> Access:
+        """``"read"`` or ``"write"``."""
+        return self._access
+
+    @property
+    def materialized(self) -> bool:
+        """False while a created session exists only in this instance (nothing written yet)."""
+        return self._materialized
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _check_open(self, operation: str) -> None:
+        if self._closed:
+            raise SessionHandleClosedError(self.id, operation=operation)
+
+    async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
+        """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end)."""
+        self._check_open("read")
+        check_read_range(offset, length)
+        return await self._backend._submit(self._read_sync, offset, length)
+
+    def _read_sync(self, offset: int, length: int | None) -> list[SessionEvent]:
+        store = self._backend._store
+        if self._access == "write" and not self._materialized:
+            return []
+        must_exist = not self._backend._is_pending(self.id)
+        events = store.read(self.id, offset, length, must_exist=must_exist)
+        if events is None:
+            return []
+        end = offset + len(events)
+        need = self._served if length is None else min(self._served, offset + length)
+        if offset < need and end < need:
+            raise SessionPersistenceCorruptionError(
+                self.id,
+                f"the log shrank: this handle already served {self._served} events",
+                artifact=store.artifact,
+            )
+        if events:
+            self._served = max(self._served, end)
+        return events
+
+    async def append(self, events: Sequence[SessionEvent]) -> None:
+        """Append a contiguous batch starting at the stored next seq; visible and durable (one
+        ``synchronous=FULL`` transaction) when this returns."""
+        self._check_open("append")
+        if self._access == "read":
+            raise SessionReadOnlyError(self.id, operation="append")
+        batch = materialize_append_batch(self.id, events)
+        if not batch.events:
+            return
+        await self._backend._submit(self._append_sync, batch)
+
+    def _append_sync(self, batch: AppendBatch) -> None:
+        assert_contiguous(self.id, batch.events, self._next_seq)
+        store = self._backend._store
+        rows = rows_of_batch(
+            batch.events,
+            batch.lines,
+            pack_chunks=self._backend.pack_chunks,
+            compressor=store.compressor,
+        )
+        if not self._materialized:
+            store.materialize(self._header, self._inherited, rows)
+            self._materialized = True
+        else:
+            store.append(self.id, rows, self._torn_seq)
+            self._torn_seq = None
+        self._next_seq += len(batch.events)
+        self._touched = True
+
+    async def flush(self) -> None:
+        """Make every appended event durable (they already are: each append commits with
+        ``synchronous=FULL``); materializes an empty created session."""
+        self._check_open("flush")
+        if self._access == "read":
+            raise SessionReadOnlyError(self.id, operation="flush")
+        await self._backend._submit(self._flush_sync)
+
+    def _flush_sync(self) -> None:
+        self._touched = True
+        if not self._materialized:
+            self._backend._store.materialize(self._header, self._inherited, [])
+            self._materialized = True
+
+    async def close(self) -> None:
+        """Drain, release ownership. Idempotent and shielded from cancellation."""
+        if self._close_task is None:
+            self._closed = True
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        try:
+            await self._backend._submit(self._release_sync)
+        finally:
+            self._release_sync()  # idempotent: releases here if the thread could not
+            self._backend._forget(self)
+
+    def _release_sync(self) -> None:
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
+
+    async def __aenter__(self) -> Self:
+        """Return the handle itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the handle."""
+        await self.close()

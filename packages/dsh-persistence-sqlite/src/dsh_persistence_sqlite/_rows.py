@@ -1,0 +1,147 @@
+"""Physical rows: a batch of events to rows (packing, bounds, compression) and rows to events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import zstandard
+
+from dsh_session import SessionEvent, decode_event, decode_row, encode_rows, row_last_seq
+
+COMPRESS_MIN_BYTES = 4096
+"""Rows of at least this many bytes are zstd-compressed (kept only when smaller)."""
+
+COMPRESSION_LEVEL = 3
+MAX_PACK_MEMBERS = 1024
+"""A packed row stands for at most this many events (reads anchor within this window)."""
+
+MAX_PACK_BYTES = 1024 * 1024
+"""A packed row's JSON line is at most this long (longer runs are partitioned)."""
+
+MAX_ROW_BYTES = 1 << 30
+"""The largest decompressed row a read accepts (a bound on a corrupt frame header)."""
+
+
+class RowError(ValueError):
+    """A stored row does not decode to the events it claims to stand for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One physical row to insert."""
+
+    seq: int
+    last_seq: int
+    type: str
+    time: int
+    compressed: bool
+    payload: bytes
+    """The JSON line, or its zstd frame when ``compressed``."""
+
+
+def _tag(line: bytes) -> str:
+    prefix = b'{"type":"'
+    if line.startswith(prefix):
+        end = line.find(b'"', len(prefix))
+        if end > 0:
+            return line[len(prefix) : end].decode("utf-8")
+    raise RowError(f"a packed row does not start with its type tag: {line[:60]!r}")
+
+
+def _bounded(line: bytes, members: Sequence[SessionEvent]) -> list[bytes]:
+    """A packed ``line`` for ``members`` (an eligible run), split in halves until every packed
+    row is within the bounds; a run too short to split is stored one row per event."""
+    if len(members) <= MAX_PACK_MEMBERS and len(line) <= MAX_PACK_BYTES:
+        return [line]
+    if len(members) < 6:
+        return encode_rows(members, pack_chunks=False)
+    half = len(members) // 2
+    parts: list[bytes] = []
+    for piece in (members[:half], members[half:]):
+        rows = encode_rows(piece, pack_chunks=True)
+        if len(rows) == 1:
+            parts.extend(_bounded(rows[0], piece))
+        else:
+            parts.extend(rows)
+    return parts
+
+
+def rows_of_batch(
+    events: Sequence[SessionEvent],
+    lines: Sequence[bytes],
+    *,
+    pack_chunks: bool,
+    compressor: zstandard.ZstdCompressor | None,
+) -> list[Row]:
+    """The rows storing ``events`` (whose canonical ``lines`` are given) in order."""
+    if pack_chunks:
+        physical: list[bytes] = []
+        index = 0
+        for line in encode_rows(events, pack_chunks=True):
+            last = row_last_seq(line)
+            count = last - events[index].seq + 1
+            if count > 1:
+                physical.extend(_bounded(line, events[index : index + count]))
+            else:
+                physical.append(line)
+            index += count
+    else:
+        physical = list(lines)
+    rows: list[Row] = []
+    index = 0
+    for line in physical:
+        first = events[index]
+        last = row_last_seq(line) if pack_chunks else first.seq
+        count = last - first.seq + 1
+        kind = first.type if count == 1 else _tag(line)
+        compressed = False
+        payload = line
+        if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
+            frame = compressor.compress(line)
+            if len(frame) < len(line):
+                compressed, payload = True, frame
+        rows.append(Row(first.seq, last, kind, first.time, compressed, payload))
+        index += count
+    return rows
+
+
+def row_line(seq: int, compressed: int, payload: bytes, *, packed: bool) -> bytes:
+    """The JSON line of a stored row (decompressed with a bound)."""
+    if not compressed:
+        return payload
+    limit = MAX_PACK_BYTES if packed else MAX_ROW_BYTES
+    try:
+        size = zstandard.frame_content_size(payload)
+    except zstandard.ZstdError as error:
+        raise RowError(f"not a zstd frame ({error})") from error
+    if size < 0:
+        raise RowError("the zstd frame does not record its content size")
+    if size > limit:
+        raise RowError(f"the zstd frame claims {size} bytes, more than the bound {limit}")
+    try:
+        line = zstandard.ZstdDecompressor().decompress(payload, max_output_size=limit)
+    except zstandard.ZstdError as error:
+        raise RowError(f"the zstd frame does not decompress ({error})") from error
+    if len(line) != size:
+        raise RowError("the zstd frame decompressed to another size than it records")
+    return line
+
+
+def decode_stored_row(
+    seq: int, last_seq: int, compressed: int, payload: bytes
+) -> list[SessionEvent]:
+    """The logical events of one stored row; raises ``RowError`` (or a ``ValueError`` of the
+    codec) when the row is malformed or stands for other seqs than its columns say."""
+    if last_seq == seq:
+        event = decode_event(row_line(seq, compressed, payload, packed=False))
+        if event.seq != seq:
+            raise RowError(f"the row at seq {seq} holds an event with seq {event.seq}")
+        return [event]
+    events = decode_row(row_line(seq, compressed, payload, packed=True))
+    if len(events) != last_seq - seq + 1 or events[0].seq != seq or events[-1].seq != last_seq:
+        raise RowError(
+            f"the packed row for seqs {seq}..{last_seq} holds "
+            f"{len(events)} events from seq {events[0].seq if events else None}"
+        )
+    return events

@@ -1,0 +1,139 @@
+"""Every SQL statement of the backend, as named constants (values are always bound parameters).
+
+The schema is ``STRICT`` throughout. ``sessions`` holds one row per materialized session (the
+header as columns, plus ``incarnation``/``revision``, which make the opaque snapshot revision);
+``events`` holds the physical rows of each log: one row per event, or one packed row standing for
+a run of chunk events (``seq``..``last_seq``). ``line`` is the row's canonical JSON line, stored
+as TEXT, or as a zstd frame (BLOB) when ``compressed = 1``.
+"""
+
+from __future__ import annotations
+
+APPLICATION_ID = 0x44535059
+"""``PRAGMA application_id`` of a dsh-py session database (ASCII ``DSPY``)."""
+
+SCHEMA_VERSION = 1
+"""``PRAGMA user_version`` of the schema this build reads and writes."""
+
+CREATE_STORE_INFO = """CREATE TABLE store_info (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  store_id TEXT NOT NULL
+) STRICT"""
+
+CREATE_SESSIONS = """CREATE TABLE sessions (
+  id TEXT PRIMARY KEY NOT NULL,
+  version INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  cwd TEXT,
+  parent_session TEXT,
+  origin TEXT,
+  delegation_depth INTEGER,
+  agent_preset TEXT,
+  is_seeded INTEGER NOT NULL CHECK (is_seeded IN (0, 1)),
+  seed_length INTEGER NOT NULL CHECK (seed_length >= 0),
+  incarnation TEXT NOT NULL,
+  revision INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  size_bytes INTEGER NOT NULL
+) STRICT"""
+
+CREATE_EVENTS = """CREATE TABLE events (
+  session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL CHECK (seq >= 0),
+  last_seq INTEGER NOT NULL CHECK (last_seq >= seq),
+  type TEXT NOT NULL,
+  time INTEGER NOT NULL,
+  compressed INTEGER NOT NULL CHECK (compressed IN (0, 1)),
+  line ANY NOT NULL CHECK (typeof(line) = CASE compressed WHEN 0 THEN 'text' ELSE 'blob' END),
+  PRIMARY KEY (session_id, seq)
+) STRICT"""
+
+TABLES: dict[str, str] = {
+    "store_info": CREATE_STORE_INFO,
+    "sessions": CREATE_SESSIONS,
+    "events": CREATE_EVENTS,
+}
+"""Table name to its exact ``CREATE`` statement (compared with ``sqlite_schema.sql``)."""
+
+# -- connection setup (PRAGMA takes no bound parameters; these are constants) ------------------
+
+PRAGMA_TRUSTED_SCHEMA_OFF = "PRAGMA trusted_schema = OFF"
+PRAGMA_FOREIGN_KEYS_ON = "PRAGMA foreign_keys = ON"
+PRAGMA_MMAP_SIZE_0 = "PRAGMA mmap_size = 0"
+PRAGMA_JOURNAL_MODE_WAL = "PRAGMA journal_mode = WAL"
+PRAGMA_SYNCHRONOUS_FULL = "PRAGMA synchronous = FULL"
+PRAGMA_BUSY_TIMEOUT_SET = "PRAGMA busy_timeout = {ms:d}"  # formatted with an int only
+READ_TRUSTED_SCHEMA = "PRAGMA trusted_schema"
+READ_FOREIGN_KEYS = "PRAGMA foreign_keys"
+READ_MMAP_SIZE = "PRAGMA mmap_size"
+READ_JOURNAL_MODE = "PRAGMA journal_mode"
+READ_SYNCHRONOUS = "PRAGMA synchronous"
+READ_BUSY_TIMEOUT = "PRAGMA busy_timeout"
+READ_APPLICATION_ID = "PRAGMA application_id"
+READ_USER_VERSION = "PRAGMA user_version"
+SET_APPLICATION_ID = f"PRAGMA application_id = {APPLICATION_ID:d}"
+SET_USER_VERSION = f"PRAGMA user_version = {SCHEMA_VERSION:d}"
+READ_TABLE_LIST = "PRAGMA table_list"
+READ_USER_OBJECTS = (
+    "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+)
+
+BEGIN_IMMEDIATE = "BEGIN IMMEDIATE"
+BEGIN_DEFERRED = "BEGIN DEFERRED"
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
+
+INSERT_STORE_INFO = "INSERT INTO store_info (singleton, store_id) VALUES (1, ?)"
+SELECT_STORE_ID = "SELECT store_id FROM store_info WHERE singleton = 1"
+
+# -- sessions --------------------------------------------------------------------------------
+
+INSERT_SESSION = """INSERT INTO sessions (
+  id, version, created_at, cwd, parent_session, origin, delegation_depth, agent_preset,
+  is_seeded, seed_length, incarnation, revision, updated_at, size_bytes
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+SESSION_EXISTS = "SELECT 1 FROM sessions WHERE id = ?"
+
+_SESSION_COLUMNS = """s.id, s.version, s.created_at, s.cwd, s.parent_session, s.origin,
+  s.delegation_depth, s.agent_preset, s.is_seeded, s.seed_length, s.incarnation, s.revision,
+  s.updated_at, s.size_bytes,
+  (SELECT e.last_seq FROM events AS e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1)"""
+
+SELECT_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE s.id = ?"
+"""One session's header columns, revision parts, metadata and the last row's ``last_seq``."""
+
+SELECT_SESSIONS = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s"
+"""``SELECT_SESSION`` for every session (``list``)."""
+
+UPDATE_AFTER_APPEND = """UPDATE sessions
+SET revision = revision + 1, updated_at = ?, size_bytes = size_bytes + ?
+WHERE id = ?"""
+
+# -- events ----------------------------------------------------------------------------------
+
+INSERT_ROW = """INSERT INTO events (session_id, seq, last_seq, type, time, compressed, line)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE ?6 WHEN 0 THEN CAST(?7 AS TEXT) ELSE ?7 END)"""
+"""One physical row; ``?7`` is the line's bytes (stored as TEXT unless compressed)."""
+
+DELETE_ROW = "DELETE FROM events WHERE session_id = ? AND seq = ?"
+
+SELECT_LAST_ROWS = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
+WHERE session_id = ? ORDER BY seq DESC LIMIT 2"""
+"""The last two physical rows (newest first): the tail check of a write open."""
+
+SELECT_LAST_ROW_SEQ = "SELECT seq FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1"
+
+SELECT_ROWS_FROM = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
+WHERE session_id = ? AND seq >= ? AND last_seq >= ? ORDER BY seq"""
+"""Rows covering seqs from an offset: (id, offset - max pack + 1, offset)."""
+
+SELECT_ROWS_RANGE = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
+WHERE session_id = ? AND seq >= ? AND last_seq >= ? AND seq < ? ORDER BY seq"""
+"""``SELECT_ROWS_FROM`` bounded above: (id, offset - max pack + 1, offset, end)."""
+
+SELECT_SCALAR_TYPES = "SELECT DISTINCT type FROM events WHERE session_id = ? AND seq = last_seq"
+"""The event types of a log's one-event rows (a write open's vocabulary check)."""
+
+SELECT_SCALAR_ROWS_OF_TYPE = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
+WHERE session_id = ? AND type = ? AND seq = last_seq ORDER BY seq"""

@@ -1,0 +1,369 @@
+"""The synchronous side: every statement against one connection (run on the instance's thread).
+
+Nothing here touches the event loop. Methods raise the seam's errors (naming the session, and the
+database path as the artifact) or ``SqliteStoreError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from dsh_persistence import (
+    SessionAlreadyExistsError,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceError,
+    SessionPersistenceNotFoundError,
+    SessionSnapshot,
+    assert_format_version,
+    assert_writable_event,
+)
+from dsh_persistence_sqlite import _sql as sql
+from dsh_persistence_sqlite._db import open_database
+from dsh_persistence_sqlite._rows import (
+    COMPRESSION_LEVEL,
+    MAX_PACK_MEMBERS,
+    Row,
+    RowError,
+    decode_stored_row,
+)
+from dsh_session import SessionEvent, SessionFormatError, SessionHeader, is_known_event_type
+
+_ROW_ERRORS = (RowError, SessionFormatError, ValueError, TypeError, UnicodeDecodeError)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector around a bulk decode (restored after)."""
+    enabled = gc.isenabled()
+    if enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@dataclass(slots=True)
+class StoredSession:
+    """A session row: its header, its fork cut, and the parts of its revision."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    revision: str
+    event_count: int
+    size_bytes: int
+    updated_at: int
+
+
+@dataclass(slots=True)
+class WriteTail:
+    """What a write open learns: where the log continues, and a torn final row to drop."""
+
+    stored: StoredSession
+    next_seq: int
+    torn_seq: int | None
+
+
+def now_ms() -> int:
+    """Wall-clock epoch milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class Store:
+    """One verified connection to the session database and the statements over it."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int, compression: bool) -> None:
+        self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._connection: sqlite3.Connection | None = None
+        self._store_id = ""
+        self.compressor = (
+            zstandard.ZstdCompressor(level=COMPRESSION_LEVEL, write_content_size=True)
+            if compression
+            else None
+        )
+
+    @property
+    def artifact(self) -> str:
+        """The database path, as errors name it."""
+        return str(self.path)
+
+    def connection(self) -> sqlite3.Connection:
+        """The connection, opened and verified on first use."""
+        if self._connection is None:
+            opened = open_database(self.path, busy_timeout_ms=self._busy_timeout_ms)
+            self._connection, self._store_id = opened.connection, opened.store_id
+        return self._connection
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        connection = self.connection()
+        connection.execute(begin)
+        try:
+            yield connection
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute(sql.ROLLBACK)
+            raise
+        connection.execute(sql.COMMIT)
+
+    def read_transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A consistent snapshot across several statements."""
+        return self._transaction(sql.BEGIN_DEFERRED)
+
+    def write_transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """The database write lock for the whole block (waits up to busy_timeout)."""
+        return self._transaction(sql.BEGIN_IMMEDIATE)
+
+    # -- sessions --------------------------------------------------------------------------
+
+    def corruption(self, session_id: str, reason: str, seq: int | None = None) -> Exception:
+        """A corruption error naming this database (and the row by its first seq)."""
+        if seq is not None:
+            reason = f"events row at seq {seq}: {reason}"
+        return SessionPersistenceCorruptionError(
+            session_id, reason, artifact=self.artifact, row=seq
+        )
+
+    def _stored(self, row: Sequence[Any]) -> StoredSession:
+        session_id = row[0]
+        assert_format_version(session_id, row[1], artifact=self.artifact)
+        try:
+            header = SessionHeader(
+                id=session_id,
+                created_at=row[2],
+                cwd=row[3],
+                parent_session=row[4],
+                origin=row[5],
+                delegation_depth=row[6],
+                agent_preset=row[7],
+                is_seeded=bool(row[8]),
+            )
+        except ValueError as error:
+            raise self.corruption(session_id, f"bad header columns: {error}") from error
+        last_seq = row[14]
+        return StoredSession(
+            header=header,
+            inherited_event_count=row[9],
+            revision=f"sqlite:{self._store_id}:{row[10]}:{row[11]}",
+            event_count=0 if last_seq is None else last_seq + 1,
+            size_bytes=row[13],
+            updated_at=row[12],
+        )
+
+    def exists(self, session_id: str) -> bool:
+        """Whether a session row with this id is stored."""
+        return self.connection().execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is not None
+
+    def load(self, session_id: str) -> StoredSession | None:
+        """The stored session (version checked first), or ``None``."""
+        row = self.connection().execute(sql.SELECT_SESSION, (session_id,)).fetchone()
+        return None if row is None else self._stored(row)
+
+    def snapshot(self, session_id: str) -> SessionSnapshot | None:
+        """``stat``: the session row and its last event row only."""
+        stored = self.load(session_id)
+        return None if stored is None else self.to_snapshot(stored)
+
+    @staticmethod
+    def to_snapshot(stored: StoredSession) -> SessionSnapshot:
+        """The seam's snapshot of a stored session."""
+        return SessionSnapshot(
+            header=stored.header,
+            revision=stored.revision,
+            event_count=stored.event_count,
+            size_bytes=stored.size_bytes,
+            updated_at=stored.updated_at,
+            plain_path=None,
+        )
+
+    def snapshots(self) -> list[SessionSnapshot]:
+        """``list``: every session row (and each one's last event row), in no promised order.
+
+        A session this build cannot read (a foreign format version, bad columns) is left out;
+        ``stat``/``open`` of it name the problem.
+        """
+        out: list[SessionSnapshot] = []
+        rows = self.connection().execute(sql.SELECT_SESSIONS).fetchall()
+        for row in rows:
+            try:
+                out.append(self.to_snapshot(self._stored(row)))
+            except (SessionPersistenceError, SessionFormatError, ValueError):
+                continue
+        return out
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def insert_session(
+        self,
+        connection: sqlite3.Connection,
+        header: SessionHeader,
+        inherited_event_count: int,
+        *,
+        revision: int,
+        size_bytes: int,
+    ) -> None:
+        """Insert a session row (inside a write transaction)."""
+        try:
+            connection.execute(
+                sql.INSERT_SESSION,
+                (
+                    header.id,
+                    header.version,
+                    header.created_at,
+                    header.cwd,
+                    header.parent_session,
+                    header.origin,
+                    header.delegation_depth,
+                    header.agent_preset,
+                    int(header.is_seeded),
+                    inherited_event_count,
+                    uuid.uuid4().hex,
+                    revision,
+                    now_ms(),
+                    size_bytes,
+                ),
+            )
+        except sqlite3.IntegrityError as error:
+            raise SessionAlreadyExistsError(header.id) from error
+
+    @staticmethod
+    def insert_rows(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+        """Insert physical rows (inside a write transaction)."""
+        connection.executemany(
+            sql.INSERT_ROW,
+            [
+                (session_id, r.seq, r.last_seq, r.type, r.time, int(r.compressed), r.payload)
+                for r in rows
+            ],
+        )
+
+    def materialize(
+        self, header: SessionHeader, inherited_event_count: int, rows: Sequence[Row]
+    ) -> None:
+        """Publish a created session: its row and its first rows, in one transaction."""
+        size = sum(len(r.payload) for r in rows)
+        with self.write_transaction() as connection:
+            self.insert_session(
+                connection,
+                header,
+                inherited_event_count,
+                revision=1 if rows else 0,
+                size_bytes=size,
+            )
+            self.insert_rows(connection, header.id, rows)
+
+    def append(self, session_id: str, rows: Sequence[Row], torn_seq: int | None) -> None:
+        """Append rows to a stored session (dropping a torn final row first), bump revision."""
+        size = sum(len(r.payload) for r in rows)
+        with self.write_transaction() as connection:
+            if torn_seq is not None:
+                connection.execute(sql.DELETE_ROW, (session_id, torn_seq))
+            self.insert_rows(connection, session_id, rows)
+            cursor = connection.execute(sql.UPDATE_AFTER_APPEND, (now_ms(), size, session_id))
+            if cursor.rowcount != 1:
+                raise SessionPersistenceNotFoundError(session_id)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _is_last_row(self, connection: sqlite3.Connection, session_id: str, seq: int) -> bool:
+        row = connection.execute(sql.SELECT_LAST_ROW_SEQ, (session_id,)).fetchone()
+        return row is not None and row[0] == seq
+
+    def read(
+        self, session_id: str, offset: int, length: int | None, *, must_exist: bool
+    ) -> list[SessionEvent] | None:
+        """Logical events ``offset``.. (at most ``length``); ``None`` when no such session.
+
+        A malformed *final* row is a torn tail and is not served; any other bad row, or a gap
+        in the seqs, is corruption.
+        """
+        anchor = max(0, offset - MAX_PACK_MEMBERS + 1)
+        with self.read_transaction() as connection:
+            if connection.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
+                if must_exist:
+                    raise SessionPersistenceNotFoundError(session_id)
+                return None
+            if length is None:
+                rows = connection.execute(sql.SELECT_ROWS_FROM, (session_id, anchor, offset))
+            elif length == 0:
+                return []
+            else:
+                rows = connection.execute(
+                    sql.SELECT_ROWS_RANGE, (session_id, anchor, offset, offset + length)
+                )
+            events: list[SessionEvent] = []
+            expected: int | None = None
+            with gc_paused():
+                for seq, last_seq, compressed, payload in rows:
+                    if expected is None:
+                        if seq > offset:
+                            raise self.corruption(
+                                session_id, f"the log has no row for seq {offset}", seq
+                            )
+                    elif seq != expected:
+                        raise self.corruption(session_id, f"expected a row for seq {expected}", seq)
+                    try:
+                        decoded = decode_stored_row(seq, last_seq, compressed, payload)
+                    except _ROW_ERRORS as error:
+                        if self._is_last_row(connection, session_id, seq):
+                            break  # a torn final row: never served
+                        raise self.corruption(session_id, str(error), seq) from error
+                    events.extend(decoded)
+                    expected = last_seq + 1
+        if events and events[0].seq < offset:
+            del events[: offset - events[0].seq]
+        if length is not None and len(events) > length:
+            del events[length:]
+        return events
+
+    def open_for_write(self, session_id: str) -> WriteTail:
+        """A write open's checks: header (version first), the tail (torn final row?), and the
+        vocabulary (an unknown type not marked ignorable is refused, naming the type)."""
+        with self.read_transaction() as connection:
+            stored = self.load(session_id)
+            if stored is None:
+                raise SessionPersistenceNotFoundError(session_id)
+            next_seq, torn = 0, None
+            last_rows = connection.execute(sql.SELECT_LAST_ROWS, (session_id,)).fetchall()
+            for index, (seq, last_seq, compressed, payload) in enumerate(last_rows):
+                try:
+                    decode_stored_row(seq, last_seq, compressed, payload)
+                except _ROW_ERRORS as error:
+                    if index == 0:
+                        torn = seq
+                        continue
+                    raise self.corruption(session_id, str(error), seq) from error
+                next_seq = last_seq + 1
+                break
+            types = [row[0] for row in connection.execute(sql.SELECT_SCALAR_TYPES, (session_id,))]
+            for kind in types:
+                if is_known_event_type(kind):
+                    continue
+                cursor = connection.execute(sql.SELECT_SCALAR_ROWS_OF_TYPE, (session_id, kind))
+                for seq, last_seq, compressed, payload in cursor:
+                    if seq == torn:
+                        continue
+                    try:
+                        (event,) = decode_stored_row(seq, last_seq, compressed, payload)
+                    except _ROW_ERRORS as error:
+                        raise self.corruption(session_id, str(error), seq) from error
+                    assert_writable_event(session_id, event, artifact=self.artifact)
+        return WriteTail(stored, next_seq, torn)

@@ -1,0 +1,48 @@
+"""The seam's contract suite (dsh_persistence.testing) over the compressed and plain variants."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_persistence.testing import PersistenceContract, PersistenceFixture
+
+CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
+TORN_LINE = b'{"type":"turn/start","seq":99,"ti'
+
+
+def _insert_torn_row(path: Path, session_id: str) -> None:
+    """Out of band: a final events row whose line is cut short (what a torn write would be)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        (last,) = connection.execute(
+            "SELECT coalesce(max(last_seq), -1) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        connection.execute(
+            "INSERT INTO events (session_id, seq, last_seq, type, time, compressed, line) "
+            "VALUES (?, ?, ?, 'turn/start', 0, 0, CAST(? AS TEXT))",
+            (session_id, last + 1, last + 1, TORN_LINE),
+        )
+    finally:
+        connection.close()
+
+
+class TestSqlitePersistenceContract(PersistenceContract):
+    """Every clause, once per selected variant (the ``variant`` fixture of conftest.py)."""
+
+    @pytest.fixture
+    def persistence_fixture(self, db_path: Path, variant: Any) -> PersistenceFixture:
+        async def corrupt_tail(session_id: str) -> None:
+            await asyncio.to_thread(_insert_torn_row, db_path, session_id)
+
+        return PersistenceFixture(
+            factory=lambda: variant.make(db_path),
+            capabilities=frozenset({"reopen", "cross_process", "corrupt_tail"}),
+            corrupt_tail=corrupt_tail,
+            child_factory=CHILD_FACTORY,
+            child_args={"path": str(db_path), **variant.child_args},
+        )
