@@ -181,3 +181,15 @@ async def test_job_kill_stops_a_real_job(harness: Harness) -> None:
     await asyncio.wait_for(harness.jobs.get("bash-1", "session-kill").process.wait(), 30)
     output = await harness.call("job_output", {"job_id": "bash-1"}, agent)
     assert output.text.endswith("[status: killed, signal: SIGTERM]")
+
+
+async def test_a_real_job_finishing_unobserved_sends_its_notice(harness: Harness) -> None:
+    agent = Agent("session-notice", str(harness.workspace))
+    notices: asyncio.Queue[str] = asyncio.Queue()
+    harness.jobs.on_finished(lambda job, notice: notices.put_nowait(notice))
+    arguments = {"command": "exit 4", "description": "Exit", "run_in_background": True}
+    await harness.call("bash", arguments, agent)
+    assert await asyncio.wait_for(notices.get(), 30) == (
+        "background job bash-1 (bash: exit 4) finished [status: completed, exit code: 4]. "
+        "Read its output with job_output."
+    )

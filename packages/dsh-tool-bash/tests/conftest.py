@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,8 +188,9 @@ def executor() -> RecordingExecutor:
 
 
 @pytest.fixture
-def jobs() -> JobRegistry:
-    return JobRegistry()
+async def jobs() -> AsyncIterator[JobRegistry]:
+    async with JobRegistry() as registry:
+        yield registry
 
 
 @pytest.fixture

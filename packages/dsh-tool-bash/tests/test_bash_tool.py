@@ -68,6 +68,47 @@ def test_without_background_the_schema_has_no_run_in_background(
     assert "run_in_background" not in str(schema.to_wire())
 
 
+def test_the_parameters_schema_is_pinned(bash: BashTool) -> None:
+    assert bash.schema().parameters == {
+        "title": "bash",
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The bash command to execute."},
+            "description": {
+                "type": "string",
+                "description": (
+                    "A 5-10 word active-voice summary of what the command does, shown to the "
+                    "user (for example `ls` -> 'List files in current directory'). It does not "
+                    "change what runs."
+                ),
+            },
+            "timeoutMs": {
+                "type": "number",
+                "description": (
+                    "Timeout in milliseconds. The executor applies its default when absent, "
+                    "caps larger values, and kills the command when it expires."
+                ),
+            },
+            "workdir": {
+                "type": "string",
+                "description": (
+                    "Working directory. Defaults to the session workspace; a relative path "
+                    "resolves against it."
+                ),
+            },
+            "run_in_background": {
+                "type": "boolean",
+                "default": False,
+                "description": (
+                    "Start the command as a background job and return its job id at once (no "
+                    "timeout). Read its output with job_output and stop it with job_kill."
+                ),
+            },
+        },
+        "required": ["command", "description"],
+    }
+
+
 def test_the_description_with_background_is_pinned(bash: BashTool) -> None:
     assert bash.description == BACKGROUND_DESCRIPTION
     assert bash.schema().description == BACKGROUND_DESCRIPTION

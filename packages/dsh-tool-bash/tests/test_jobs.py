@@ -300,3 +300,123 @@ def test_foreign_job_error_does_not_reveal_the_owner(jobs: JobRegistry, executor
     with pytest.raises(ForeignJobError) as info:
         jobs.get("bash-1", "session-a")
     assert "secret-session" not in str(info.value)
+
+
+# -- completion notices -------------------------------------------------------------------------
+
+
+class Notices:
+    """Collects (job id, notice) pairs; ``next()`` waits for the next one."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self.seen: list[str] = []
+
+    def __call__(self, job: Any, notice: str) -> None:
+        self.seen.append(job.id)
+        self.queue.put_nowait((job.id, notice))
+
+    async def next(self) -> tuple[str, str]:
+        return await asyncio.wait_for(self.queue.get(), 30)
+
+
+async def test_a_job_finishing_unobserved_notifies_the_listeners(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any
+) -> None:
+    notices = Notices()
+    jobs.on_finished(notices)
+    await _start(call, caller)
+    executor.processes[0].finish(0)
+    assert await notices.next() == (
+        "bash-1",
+        f"background job bash-1 (bash: {BG['command']}) finished "
+        "[status: completed, exit code: 0]. Read its output with job_output.",
+    )
+
+
+async def test_a_killed_job_sends_no_notice(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any
+) -> None:
+    notices = Notices()
+    jobs.on_finished(notices)
+    await _start(call, caller)
+    await _start(call, caller)
+    await call("job_kill", {"job_id": "bash-1"}, caller)
+    executor.processes[1].finish(0)  # settles after bash-1, so its watcher runs after bash-1's
+    assert (await notices.next())[0] == "bash-2"
+    assert notices.seen == ["bash-2"]
+
+
+async def test_a_read_that_reports_the_final_status_suppresses_the_notice(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any
+) -> None:
+    notices = Notices()
+    jobs.on_finished(notices)
+    await _start(call, caller)
+    await _start(call, caller)
+    executor.processes[0].finish(0)
+    await call("job_output", {"job_id": "bash-1"}, caller)
+    executor.processes[1].finish(0)
+    assert (await notices.next())[0] == "bash-2"
+    assert notices.seen == ["bash-2"]
+
+
+async def test_an_async_listener_is_awaited_and_a_raising_one_does_not_stop_others(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(job: Any, notice: str) -> None:
+        raise RuntimeError("listener broke")
+
+    notices = Notices()
+
+    async def relay(job: Any, notice: str) -> None:
+        notices(job, notice)
+
+    jobs.on_finished(broken)
+    jobs.on_finished(relay)
+    await _start(call, caller)
+    executor.processes[0].finish(3)
+    assert (await notices.next())[0] == "bash-1"
+    assert "listener broke" in caplog.text
+
+
+async def test_a_disposed_listener_is_not_called(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any
+) -> None:
+    removed, kept = Notices(), Notices()
+    jobs.on_finished(removed).dispose()
+    jobs.on_finished(kept)
+    await _start(call, caller)
+    executor.processes[0].finish(0)
+    await kept.next()
+    assert removed.seen == []
+
+
+async def test_disposing_the_owner_sends_no_notice(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any, other_caller: Any
+) -> None:
+    notices = Notices()
+    jobs.on_finished(notices)
+    await _start(call, caller)
+    await _start(call, other_caller)
+    await jobs.dispose_owner("session-a")
+    executor.processes[1].finish(0)
+    assert (await notices.next())[0] == "bash-2"
+    assert notices.seen == ["bash-2"]
+
+
+async def test_a_listener_may_dispose_the_owner_of_the_finished_job(
+    call: Any, executor: Any, jobs: JobRegistry, caller: Any
+) -> None:
+    disposed: list[list[str]] = []
+
+    async def close_owner(job: Any, notice: str) -> None:
+        disposed.append(await jobs.dispose_owner(job.owner))
+
+    notices = Notices()
+    jobs.on_finished(close_owner)
+    jobs.on_finished(notices)
+    await _start(call, caller)
+    executor.processes[0].finish(0)
+    await notices.next()
+    assert disposed == [["bash-1"]]

@@ -35,7 +35,14 @@ from dsh_tool_bash._job_tools import (
     JobOutputTool,
     job_tools,
 )
-from dsh_tool_bash._jobs import DEFAULT_WAIT, MAX_WAIT, Job, JobRegistry, job_status_line
+from dsh_tool_bash._jobs import (
+    DEFAULT_WAIT,
+    MAX_WAIT,
+    Job,
+    JobListener,
+    JobRegistry,
+    job_status_line,
+)
 from dsh_tool_bash._shell_env import (
     BUILTIN_CONTRIBUTOR,
     DSH_HOME_KEY,
@@ -68,6 +75,7 @@ __all__ = [
     "JobKillTool",
     "JobListArgs",
     "JobListTool",
+    "JobListener",
     "JobOutputArgs",
     "JobOutputTool",
     "JobRegistry",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -14,6 +13,7 @@ from dsh_shell import ShellExecRequest, ShellExecutor, render_result
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import BackgroundDisabledError
 from dsh_tool_bash._jobs import JobRegistry
+from dsh_tool_bash._schema import model_facing_schema, without_default
 from dsh_tool_bash._shell_env import ShellEnvRegistry
 from dsh_tools import (
     InvalidToolArgumentsError,
@@ -25,10 +25,6 @@ from dsh_tools import (
 __all__ = ["BashArgs", "BashBackgroundArgs", "BashTool"]
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
 class BashArgs(BaseModel):
     """The bash tool's parameters when background execution is disabled.
 
@@ -36,7 +32,9 @@ class BashArgs(BaseModel):
     ignored: the request is built from these named fields only.
     """
 
-    model_config = ConfigDict(extra="ignore", title="bash", frozen=True)
+    model_config = ConfigDict(
+        extra="ignore", title="bash", frozen=True, json_schema_extra=model_facing_schema
+    )
 
     command: str = Field(description="The bash command to execute.")
     description: str = Field(
@@ -53,7 +51,7 @@ class BashArgs(BaseModel):
             "Timeout in milliseconds. The executor applies its default when absent, caps "
             "larger values, and kills the command when it expires."
         ),
-        json_schema_extra=_no_default,
+        json_schema_extra=without_default,
     )
     workdir: str | SkipJsonSchema[None] = Field(
         default=None,
@@ -61,7 +59,7 @@ class BashArgs(BaseModel):
             "Working directory. Defaults to the session workspace; a relative path resolves "
             "against it."
         ),
-        json_schema_extra=_no_default,
+        json_schema_extra=without_default,
     )
 
 

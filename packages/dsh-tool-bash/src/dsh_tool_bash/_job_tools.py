@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from dsh_tool_bash._jobs import DEFAULT_WAIT, MAX_WAIT, JobRegistry
+from dsh_tool_bash._schema import model_facing_schema, without_default
 from dsh_tools import InvalidToolArgumentsError, ToolDefinition, ToolExecution
 
 __all__ = [
@@ -21,20 +20,20 @@ __all__ = [
 ]
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    schema.pop("default", None)
-
-
 class JobIdArgs(BaseModel):
     """Parameters naming one job (``job_kill``)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(
+        extra="ignore", title="job_kill", frozen=True, json_schema_extra=model_facing_schema
+    )
 
     job_id: str = Field(description="The job id, as `started background job <id>` reported it.")
 
 
 class JobOutputArgs(JobIdArgs):
     """Parameters of ``job_output``."""
+
+    model_config = ConfigDict(title="job_output")
 
     wait: bool = Field(
         default=False,
@@ -46,14 +45,16 @@ class JobOutputArgs(JobIdArgs):
             f"How long to wait, in milliseconds (default {round(DEFAULT_WAIT * 1000)}, "
             f"at most {round(MAX_WAIT * 1000)})."
         ),
-        json_schema_extra=_no_default,
+        json_schema_extra=without_default,
     )
 
 
 class JobListArgs(BaseModel):
     """``job_list`` takes no parameters."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(
+        extra="ignore", title="job_list", frozen=True, json_schema_extra=model_facing_schema
+    )
 
 
 class JobOutputTool(ToolDefinition[JobOutputArgs]):

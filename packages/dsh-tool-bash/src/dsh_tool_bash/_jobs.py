@@ -5,15 +5,31 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import inspect
+import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Final
+from typing import Final, TypeAlias
 
 from dsh_shell import NO_NEW_OUTPUT, ShellProcess, process_outcome, render_process_read
 from dsh_tool_bash._errors import ForeignJobError, UnknownJobError
+from dsh_tools import Disposer
 
-__all__ = ["DEFAULT_WAIT", "MAX_WAIT", "Job", "JobRegistry", "job_status_line"]
+__all__ = [
+    "DEFAULT_WAIT",
+    "MAX_WAIT",
+    "Job",
+    "JobListener",
+    "JobRegistry",
+    "job_status_line",
+]
+
+JobListener: TypeAlias = Callable[["Job", str], object]
+"""Called as ``listener(job, notice)`` when a job finishes unobserved (sync or async)."""
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_WAIT: Final = 30.0
 """Seconds `JobRegistry.output` waits for a job to settle when asked to wait without a timeout."""
@@ -36,11 +52,21 @@ class Job:
     label: str
     owner: str | None
     process: ShellProcess = field(repr=False)
+    _observed: bool = field(default=False, init=False, repr=False)
+    _watcher: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     @property
     def status_line(self) -> str:
         """``[status: <status>[, <detail>]]``, e.g. ``[status: completed, exit code: 0]``."""
         return job_status_line(self.process)
+
+    @property
+    def finish_notice(self) -> str:
+        """What a listener tells the owner when the job finished unobserved."""
+        return (
+            f"background job {self.id} ({self.kind}: {_one_line(self.label)}) finished "
+            f"{self.status_line}. Read its output with job_output."
+        )
 
 
 def job_status_line(process: ShellProcess) -> str:
@@ -69,16 +95,57 @@ class JobRegistry:
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._counters: dict[str, int] = {}
+        self._listeners: builtins.list[JobListener] = []
 
     def start(
         self, process: ShellProcess, *, label: str, owner: str | None, kind: str = "bash"
     ) -> Job:
-        """Track an already started ``process`` as a new job of ``kind`` owned by ``owner``."""
+        """Track an already started ``process`` as a new job of ``kind`` owned by ``owner``.
+
+        Called with a running event loop, the registry also watches the job to tell the
+        `on_finished` listeners when it settles.
+        """
         number = self._counters.get(kind, 0) + 1
         self._counters[kind] = number
         job = Job(id=f"{kind}-{number}", kind=kind, label=label, owner=owner, process=process)
         self._jobs[job.id] = job
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return job
+        job._watcher = loop.create_task(self._watch(job), name=f"dsh-job-watch-{job.id}")
         return job
+
+    def on_finished(self, listener: JobListener) -> Disposer:
+        """Call ``listener(job, job.finish_notice)`` when a job settles unobserved.
+
+        "Unobserved": no ``job_kill`` and no read that already reported the final status came
+        first, and the owner was not disposed. This is how a loop wakes an idle owner (or
+        injects the notice into its next step). A raising listener is logged and skipped.
+        """
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            for index, existing in enumerate(self._listeners):
+                if existing is listener:
+                    del self._listeners[index]
+                    return
+
+        return Disposer(remove)
+
+    async def _watch(self, job: Job) -> None:
+        await job.process.wait()
+        if job._observed or self._jobs.get(job.id) is not job:
+            return
+        job._observed = True
+        notice = job.finish_notice
+        for listener in builtins.list(self._listeners):
+            try:
+                outcome = listener(job, notice)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                _log.exception("job listener %r failed for %s", listener, job.id)
 
     def get(self, job_id: str, owner: str | None) -> Job:
         """The job ``job_id`` as seen by session ``owner`` (``None``: a call without agent).
@@ -127,6 +194,8 @@ class JobRegistry:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(job.process.wait(), max(limit, 0.0))
         status = job.status_line
+        if job.process.status != "running":
+            job._observed = True
         text = render_process_read(job.process.read_output()) or NO_NEW_OUTPUT
         separator = "" if text.endswith("\n") else "\n"
         return f"{text}{separator}{status}"
@@ -134,6 +203,7 @@ class JobRegistry:
     def kill(self, job_id: str, owner: str | None) -> str:
         """Ask the job to stop; the answer the ``job_kill`` tool gives."""
         job = self.get(job_id, owner)
+        job._observed = True
         if job.process.kill():
             return f"requested cancellation of job {job.id}"
         return f"job {job.id} is not running {job.status_line}"
@@ -149,11 +219,19 @@ class JobRegistry:
         await self._end(builtins.list(self._jobs.values()))
 
     async def _end(self, jobs: builtins.list[Job]) -> None:
+        # A listener may dispose an owner from inside a watcher: never cancel or await that one.
+        current = asyncio.current_task()
+        watchers = [job._watcher for job in jobs if job._watcher not in (None, current)]
         for job in jobs:
             self._jobs.pop(job.id, None)
+            job._observed = True
             job.process.kill()
+        for watcher in watchers:
+            if watcher is not None:
+                watcher.cancel()
         if jobs:
             await asyncio.gather(*(job.process.wait() for job in jobs), return_exceptions=True)
+            await asyncio.gather(*(w for w in watchers if w is not None), return_exceptions=True)
 
     async def __aenter__(self) -> JobRegistry:
         return self
