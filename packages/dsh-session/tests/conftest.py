@@ -28,3 +28,49 @@ def fixture_file(request: pytest.FixtureRequest) -> Path:
 def fixture_log_lines(fixture_file: Path) -> list[bytes]:
     """The physical lines of the fixture under test."""
     return fixture_lines(fixture_file)
+
+
+class Builders:
+    """Data builders for tests (a fixture, since test modules cannot import each other)."""
+
+    @staticmethod
+    def user_message(text: str = "hi") -> dict[str, object]:
+        """A ``user/message`` data object in the ``{content, source}`` shape."""
+        return {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}
+
+    @staticmethod
+    def assistant_message(
+        *call_ids: str, text: str = "ok", turn: int = 1, step: int = 1
+    ) -> dict[str, object]:
+        """An ``assistant/message`` data object (flat shape) with a text block and tool calls."""
+        content: list[object] = [{"type": "text", "text": text}] if text else []
+        content += [
+            {"type": "tool-call", "id": c, "name": "bash", "arguments": "{}"} for c in call_ids
+        ]
+        return {
+            "turn": turn,
+            "step": step,
+            "content": content,
+            "provenance": {"provider": "p", "model": "m"},
+        }
+
+    @staticmethod
+    def tool_result(
+        call_id: str, text: str = "out", turn: int = 1, step: int = 1
+    ) -> dict[str, object]:
+        """A ``tool/result`` data object in the ``{turn, step, callId, content, isError}`` shape."""
+        return {
+            "turn": turn,
+            "step": step,
+            "callId": call_id,
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+        }
+
+    fixture_lines = staticmethod(fixture_lines)
+
+
+@pytest.fixture(scope="session")
+def build() -> type[Builders]:
+    """The test data builders."""
+    return Builders
