@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from typing import Any, Literal
 import pytest
 
 from dsh_persistence_jsonl import JsonlPersistence
-from dsh_session import SessionEvent, SessionHeader, make_event
+from dsh_session import SessionEvent, SessionHeader, decode_header_line, make_event
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream-v0"
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
@@ -73,8 +74,14 @@ class Make:
 
     @staticmethod
     def header(session_id: str = "s-1", cwd: str | None = "/home/u/project") -> SessionHeader:
-        """A plain unseeded header."""
-        return SessionHeader(id=session_id, created_at=1000, cwd=cwd)
+        """A plain unseeded header, decoded from its wire line (so any id, lone surrogates
+        included, can be built)."""
+        wire: dict[str, Any] = {"type": "session", "version": 0, "id": session_id}
+        wire["createdAt"] = 1000
+        if cwd is not None:
+            wire["cwd"] = cwd
+        header, _cut = decode_header_line(json.dumps(wire, separators=(",", ":")).encode())
+        return header
 
     @staticmethod
     def one_turn(start: int = 0, turn: int = 1) -> list[SessionEvent]:

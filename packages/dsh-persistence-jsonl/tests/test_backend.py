@@ -356,16 +356,9 @@ async def test_a_read_handle_raises_when_the_log_shrinks(make_store: Factory, mk
     await store.aclose()
 
 
-async def test_an_empty_session_id_is_refused(make_store: Factory, mk: Any) -> None:
-    store = make_store()
-    with pytest.raises(ValueError, match="empty"):
-        await store.create(mk.header(""))
-    await store.aclose()
-
-
 async def test_ids_that_are_not_paths_round_trip(make_store: Factory, mk: Any) -> None:
     store = make_store()
-    for sid in ("..", "a/b", "\ud800x", "😀", "é" * 300):
+    for sid in ("..", "a/b", "a\x00b", "😀", "é" * 300):
         async with await store.create(mk.header(sid)) as handle:
             await handle.append(mk.one_turn())
         async with await make_store().open(sid, "read") as reader:

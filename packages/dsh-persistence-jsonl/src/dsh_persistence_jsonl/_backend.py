@@ -40,6 +40,8 @@ from dsh_persistence_jsonl._store import (
 from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionFormatError, SessionHeader, decode_header_line, encode_header_line
 
+_HEADER_MEMO = 65536
+
 
 class JsonlPersistence:
     """Session logs under ``root/<project-key(cwd)>/<encoded-id>/session.jsonl[.zstd]``.
@@ -74,6 +76,7 @@ class JsonlPersistence:
         self._writers: dict[str, JsonlSessionHandle | None] = {}
         self._handles: set[JsonlSessionHandle] = set()
         self._tokens = itertools.count(1)
+        self._headers: dict[bytes, SessionHeader] = {}
         self._closed = False
         self._probe_root_encoding()
 
@@ -381,7 +384,9 @@ class JsonlPersistence:
         token = self._pending_tokens.get(handle.id, 0)
         return SessionSnapshot(header=handle.header, revision=f"memory:{token}", event_count=0)
 
-    def _snapshot(self, header: SessionHeader, path: Path, info: HeaderInfo) -> SessionSnapshot:
+    def _snapshot(
+        self, header: SessionHeader, path: str | Path, info: HeaderInfo
+    ) -> SessionSnapshot:
         st = info.st
         return SessionSnapshot(
             header=header,
@@ -429,19 +434,29 @@ class JsonlPersistence:
                             snapshots.append(snapshot)
         return snapshots
 
+    def _header_of(self, line: bytes) -> SessionHeader:
+        """``decode_header_line`` memoized on the line's bytes (a header line never changes)."""
+        header = self._headers.get(line)
+        if header is None:
+            header, _ = decode_header_line(line)
+            if len(self._headers) >= _HEADER_MEMO:
+                self._headers.clear()
+            self._headers[line] = header
+        return header
+
     def _scan_session(self, project: str, directory: str, name: str) -> SessionSnapshot | None:
-        path = Path(directory, self._log_name)
+        path = os.path.join(directory, self._log_name)
         try:
             info = read_header_info(path, self._compression)
         except FileNotFoundError:
-            other = Path(directory, self._other_name)
-            if other.exists():
-                raise self._encoding_error(other) from None
+            other = os.path.join(directory, self._other_name)
+            if os.path.exists(other):
+                raise self._encoding_error(Path(other)) from None
             return None
         except (LogDamage, NotADirectoryError):
             return None
         try:
-            header, _ = decode_header_line(info.header_line)
+            header = self._header_of(info.header_line)
         except SessionFormatError:
             return None  # unreadable here; open() names the problem
         if session_segment(header.id) != name or project_dir_name(header.cwd) != project:

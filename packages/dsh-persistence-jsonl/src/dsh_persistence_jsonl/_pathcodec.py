@@ -8,7 +8,9 @@ the header's id stays authoritative and is checked on open.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 
 MAX_SEGMENT_BYTES = 200
 """Longest encoded session-id segment kept whole; longer ones are cut and hash-suffixed."""
@@ -21,6 +23,13 @@ _HASH_MARK = "~~"  # never produced by an uncut encoding: every `~` there starts
 _HASH_HEX = 32
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _SEPARATORS = frozenset((ord("/"), ord("\\"), ord(":")))
+_ALL_SAFE = re.compile(r"[A-Za-z0-9._-]+")
+_UNSAFE_BMP = re.compile(r"[^A-Za-z0-9._-]")
+_ASTRAL = re.compile(r"[^\u0000-\uffff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"~{ord(match.group()):04X}"
 
 
 def _code_units(text: str) -> list[int]:
@@ -40,6 +49,10 @@ def encode_segment(text: str) -> str:
         return "~002E"
     if text == "..":
         return "~002E~002E"
+    if _ALL_SAFE.fullmatch(text):
+        return text
+    if not _ASTRAL.search(text):  # every character is one UTF-16 code unit
+        return _UNSAFE_BMP.sub(_escape, text)
     parts: list[str] = []
     for unit in _code_units(text):
         parts.append(chr(unit) if unit in _SAFE else f"~{unit:04X}")
@@ -61,6 +74,7 @@ def session_segment(session_id: str) -> str:
     return f"{cut}{_HASH_MARK}{digest[:_HASH_HEX]}"
 
 
+@functools.lru_cache(maxsize=4096)
 def project_key(cwd: str) -> str:
     """The project directory for ``cwd`` (reference §3.2 ``projectKey``; lossy by design).
 

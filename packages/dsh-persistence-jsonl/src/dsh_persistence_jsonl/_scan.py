@@ -63,35 +63,45 @@ def _holds_turn_end(line: bytes) -> bool:
         return False
 
 
-def scan_plain(data: bytes, *, base: int, expected_seq: int, first_line: int) -> BodyScan:
-    """Scan plain JSONL ``data`` that starts at file offset ``base`` with line ``first_line``."""
-    result = BodyScan(committed_end=base)
+def scan_plain(
+    data: bytes, *, base: int, expected_seq: int, first_line: int, skip: int = 0
+) -> BodyScan:
+    """Scan plain JSONL ``data`` read from file offset ``base``; line ``skip`` of ``data`` (0-based)
+    is physical line ``first_line``. Earlier lines (the header) are not scanned."""
     parts = data.split(b"\n")
     torn = parts.pop()  # bytes after the final newline: b"" or a torn fragment
-    events = result.events
-    offset = base
-    issue: tuple[int, str] | None = None
-    line_no = first_line
-    for line in parts:
-        if issue is None:
-            try:
-                rows = decode_row(line)
-                first = rows[0].seq
-            except (SessionFormatError, ValueError, IndexError) as exc:
-                issue = (line_no, f"undecodable record ({exc})")
-            else:
-                if first != expected_seq:
-                    issue = (line_no, f"expected seq {expected_seq}, got {first}")
-                else:
-                    events.extend(rows)
-                    expected_seq += len(rows)
-                    offset += len(line) + 1
-                    result.committed_end = offset
-                    result.lines += 1
-        elif _holds_turn_end(line):
-            raise LogDamage(issue[0], f"{issue[1]}, before a committed turn/end (line {line_no})")
-        line_no += 1
-    result.discarded_tail = issue is not None or torn != b""
+    body = parts[skip:] if skip else parts
+    events: list[SessionEvent] = []
+    extend = events.extend
+    issue_at = -1
+    reason = ""
+    seq = expected_seq
+    for index, line in enumerate(body):
+        try:
+            rows = decode_row(line)
+            first = rows[0].seq
+        except (SessionFormatError, ValueError, IndexError) as exc:
+            issue_at, reason = index, f"undecodable record ({exc})"
+            break
+        if first != seq:
+            issue_at, reason = index, f"expected seq {seq}, got {first}"
+            break
+        extend(rows)
+        seq += len(rows)
+    result = BodyScan(events=events)
+    if issue_at < 0:
+        result.lines = len(body)
+        result.committed_end = base + len(data) - len(torn)
+        result.discarded_tail = torn != b""
+        return result
+    issue_line = first_line + issue_at
+    for later, line in enumerate(body[issue_at + 1 :], start=issue_line + 1):
+        if _holds_turn_end(line):
+            raise LogDamage(issue_line, f"{reason}, before a committed turn/end (line {later})")
+    result.lines = issue_at
+    head = sum(len(line) + 1 for line in parts[:skip])
+    result.committed_end = base + head + sum(len(line) + 1 for line in body[:issue_at])
+    result.discarded_tail = True
     return result
 
 

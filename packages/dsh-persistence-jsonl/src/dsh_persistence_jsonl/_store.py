@@ -63,7 +63,7 @@ def load_plain(
     header_line, header_end = _split_header_plain(data)
     header, inherited = decode(header_line)
     with gc_paused():
-        body = scan_plain(data[header_end:], base=header_end, expected_seq=0, first_line=2)
+        body = scan_plain(data, base=0, expected_seq=0, first_line=2, skip=1)
     return header, inherited, header_line, header_end, body
 
 
@@ -206,7 +206,7 @@ def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | N
         return None
 
 
-def read_header_info(path: Path, compression: Compression) -> HeaderInfo:
+def read_header_info(path: str | Path, compression: Compression) -> HeaderInfo:
     """Read only the header (first line or first frame), the metadata and the last row."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
