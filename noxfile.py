@@ -265,3 +265,19 @@ def bump(session: nox.Session) -> None:
     if len(session.posargs) != 1:
         session.error("usage: nox -s bump -- NEW_VERSION")
     session.run(sys.executable, str(ROOT / "tools" / "bump_version.py"), session.posargs[0])
+
+
+@nox.session(python=None)
+def examples(session: nox.Session) -> None:
+    """The third-party backend example: its contract tests, then its validate() script."""
+    _ensure_built(session, _closure("dsh-persistence"))
+    _install_from_dist(
+        session,
+        f"dsh-persistence[testing]=={_version()}",
+        "pytest-asyncio>=0.24",
+        "hypothesis>=6.100",
+    )
+    session.install("--no-deps", str(ROOT / "examples" / "third-party-backend"))
+    session.chdir(ROOT)
+    session.run("pytest", "examples/third-party-backend/tests", *session.posargs)
+    session.run("python", "examples/third-party-backend/validate.py")

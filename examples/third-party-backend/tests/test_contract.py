@@ -1,0 +1,24 @@
+"""The in-memory backend against the seam's published contract suite.
+
+One fixture is all the suite needs. The backend declares ``reopen`` (instances sharing one
+``MemoryStore`` see each other's sessions and exclude each other's writers); the clauses that
+need ``cross_process``, ``corrupt_tail`` or ``plain_path`` skip, each saying which capability
+the backend lacks.
+"""
+
+from __future__ import annotations
+
+import pytest
+from example_dsh_persistence_memory import MemoryPersistence, MemoryStore
+
+from dsh_persistence.testing import REOPEN, PersistenceContract, PersistenceFixture
+
+
+class TestMemoryBackend(PersistenceContract):
+    @pytest.fixture
+    def persistence_fixture(self) -> PersistenceFixture:
+        store = MemoryStore()  # fresh, empty storage for every clause
+        return PersistenceFixture(
+            factory=lambda: MemoryPersistence(store),  # a new instance over the same store
+            capabilities=frozenset({REOPEN}),
+        )
