@@ -21,6 +21,7 @@ from dsh_persistence import (
     decode_stored_header,
     materialize_create_header,
 )
+from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import RootEncodingError
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
@@ -234,7 +235,10 @@ class JsonlPersistence:
             raise SessionAlreadyOwnedError(session_id)
         self._writers[session_id] = None  # the claim; released on any failure below
         try:
-            handle = await asyncio.to_thread(self._open_write, session_id)
+            handle = await run_to_completion(
+                asyncio.to_thread(self._open_write, session_id),
+                on_cancelled=lambda opened: opened.release(),
+            )
         except BaseException:
             if self._writers.get(session_id) is None:
                 self._writers.pop(session_id, None)

@@ -17,6 +17,7 @@ from dsh_persistence import (
     check_read_range,
     materialize_append_batch,
 )
+from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._fileio import append_with_rollback
 from dsh_persistence_jsonl._lock import SessionLock
 from dsh_persistence_jsonl._scan import LogDamage
@@ -70,8 +71,8 @@ class JsonlSessionHandle:
         self._lock: SessionLock | None = None
         self._truncate_to: int | None = None
         self._dirty = False
-        self._touched = False
         self._created = False
+        self._released = False
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -107,6 +108,12 @@ class JsonlSessionHandle:
         if self._closed:
             raise SessionHandleClosedError(self.id, operation=operation)
 
+    def _check_released(self, operation: str) -> None:
+        # an operation called before close() still runs (close drains it); one that reaches
+        # storage after close() released everything cannot
+        if self._released:
+            raise SessionHandleClosedError(self.id, operation=operation)
+
     async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
         """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end)."""
         self._check_open("read")
@@ -124,20 +131,22 @@ class JsonlSessionHandle:
         batch = materialize_append_batch(self.id, events)  # TypeError: not events / not JSON
         if not batch.events:
             return
+        await run_to_completion(self._append(batch.events, batch.lines))
+
+    async def _append(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> None:
         async with self._mutex:
-            self._check_open("append")
-            assert_contiguous(self.id, batch.events, len(self._events))
+            self._check_released("append")
+            assert_contiguous(self.id, events, len(self._events))
             if self._backend.pack_chunks:
-                rows = encode_rows(batch.events, pack_chunks=True)
+                rows = encode_rows(events, pack_chunks=True)
             else:
-                rows = list(batch.lines)
+                rows = list(lines)
             payload = b"\n".join(rows) + b"\n"
             if self._fd is None:
                 await self._backend._materialize(self, payload)
             else:
                 self._write(payload)
-            self._events.extend(batch.events)
-            self._touched = True
+            self._events.extend(events)
 
     def _write(self, payload: bytes) -> None:
         fd = self._fd
@@ -156,12 +165,14 @@ class JsonlSessionHandle:
         self._check_open("flush")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="flush")
+        await run_to_completion(self._flush())
+
+    async def _flush(self) -> None:
         async with self._mutex:
-            self._check_open("flush")
+            self._check_released("flush")
             await self._sync()
 
     async def _sync(self) -> None:
-        self._touched = True
         if self._fd is None:
             await self._backend._materialize(self, b"")
         elif self._dirty:
@@ -187,6 +198,7 @@ class JsonlSessionHandle:
     def release(self) -> None:
         """Drop every resource without syncing (close's last step; also a failed open's)."""
         self._closed = True
+        self._released = True
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
