@@ -1,0 +1,477 @@
+"""JSONL backend benchmarks: each measurement is a ratio to a raw baseline timed in the same run.
+
+Workloads (issue 3 §5): turns of 10 realistic records (~12 KB of JSON per turn), built as typed
+events beforehand; the raw side gets the same records as prebuilt dicts and encodes them with
+``json.dumps`` inside its timed loop, as ours must encode inside ``append``.
+
+1. durable append: ``append(10 events)`` + ``flush()`` per turn, 200 turns, vs raw ``os.write`` +
+   ``os.fsync`` per turn. Bar: throughput ratio >= 0.85.
+2. cold read of a 50,000-event session into typed events through a fresh instance vs raw
+   ``pydantic_core.from_json`` per line; the cyclic GC is disabled on both sides. Bar: >= 0.7.
+3. ``list()`` of 2,000 sessions through a fresh instance vs raw ``os.scandir`` + ``stat`` +
+   header-line read. Bar: time ratio <= 1.5. (A warm instance's ``list()`` is printed too, for
+   information: it re-reads every header and stat but memoizes the header decode.)
+4. zstd, one frame per turn, vs plain: file size <= 1/3, append throughput >= 0.8.
+
+Appends interleave the two sides turn by turn (alternating which goes first) so both see the
+same disk conditions; the other measurements alternate whole runs. Each runs ROUNDS times and
+the medians are compared. Prints a table; exits 1 when a
+bar is missed. Usage: ``python bench/bench_jsonl.py`` (or ``python -m nox -s bench -- jsonl``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+from dsh_persistence_jsonl import JsonlPersistence
+from dsh_session import SessionEvent, SessionHeader, encode_event, encode_header_line, make_event
+
+ROUNDS = int(os.environ.get("DSH_BENCH_ROUNDS", "5"))
+TURNS = 200
+COLD_EVENTS = 50_000
+LIST_SESSIONS = 2_000
+
+_VOCABULARY = (
+    "the session log stores every event the agent emits so a resumed run rebuilds its request "
+    "from disk alone model tool result call bash command output error file path line read write "
+    "append flush durable crash torn tail frame header turn step user assistant message content "
+    "text reasoning chunk provider usage tokens cache input context window system prompt policy "
+    "directory project repository commit branch test passes fails build wheel package install "
+    "python function class module import return value list dict string integer float boolean"
+)
+_WORDS = _VOCABULARY.split()
+
+
+def _prose(rng: random.Random, chars: int) -> str:
+    out: list[str] = []
+    size = 0
+    while size < chars:
+        word = rng.choice(_WORDS)
+        if rng.random() < 0.08:
+            word = f"{word}_{rng.randrange(10_000)}"
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)
+
+
+def _code(rng: random.Random, lines: int) -> str:
+    return "\n".join(
+        f"{rng.choice(_WORDS)}_{i} = {rng.choice(_WORDS)}({rng.randrange(1000)}, "
+        f"'{rng.choice(_WORDS)}')  # {rng.choice(_WORDS)}"
+        for i in range(lines)
+    )
+
+
+def turn_events(turn: int, seq: int, rng: random.Random) -> list[SessionEvent]:
+    """Ten realistic records of one turn (~12 KB of JSON)."""
+    t = 1_784_974_100_000 + seq * 37
+    source = {"kind": "user", "rpcId": f"rpc-{turn}"}
+    call_id = f"call_{turn:04d}_{rng.randrange(10**8):08d}"
+    tools = [
+        {
+            "name": "bash",
+            "description": _prose(rng, 300),
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
+                "required": ["command"],
+            },
+        }
+    ]
+    records: list[tuple[str, Any, str | None]] = [
+        ("turn/start", {"turn": turn, "trigger": {"kind": "message", "source": source}}, None),
+        (
+            "user/message",
+            {"content": [{"type": "text", "text": _prose(rng, 2000)}], "source": source},
+            "append",
+        ),
+        ("step/start", {"turn": turn, "step": 1}, None),
+        (
+            "request/header",
+            {
+                "header": {
+                    "config": {"model": "deepseek-chat", "temperature": 0.7, "maxTokens": 8192},
+                    "system": _prose(rng, 2200),
+                    "tools": tools,
+                    "messagePrefix": [],
+                },
+                "reason": "initial" if turn == 1 else "change",
+            },
+            None,
+        ),
+        (
+            "assistant/chunk",
+            {
+                "turn": turn,
+                "step": 1,
+                "chunk": {"type": "text-delta", "index": 0, "text": _prose(rng, 60)},
+            },
+            None,
+        ),
+        (
+            "assistant/message",
+            {
+                "turn": turn,
+                "step": 1,
+                "content": [
+                    {"type": "text", "text": _prose(rng, 1500)},
+                    {
+                        "type": "tool-call",
+                        "id": call_id,
+                        "name": "bash",
+                        "arguments": json.dumps({"command": "pytest -q tests"}),
+                    },
+                ],
+                "provenance": {"provider": "deepseek", "model": "deepseek-chat"},
+                "usage": {"inputTokens": 5123 + turn, "outputTokens": 377, "cacheRead": 4096},
+            },
+            "append",
+        ),
+        (
+            "tool/call",
+            {
+                "turn": turn,
+                "step": 1,
+                "callId": call_id,
+                "name": "bash",
+                "arguments": json.dumps({"command": "pytest -q tests"}),
+            },
+            None,
+        ),
+        (
+            "tool/result",
+            {
+                "turn": turn,
+                "step": 1,
+                "callId": call_id,
+                "content": [{"type": "text", "text": _code(rng, 80)}],
+                "isError": False,
+            },
+            "append",
+        ),
+        ("step/end", {"turn": turn, "step": 1}, None),
+        ("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, None),
+    ]
+    return [
+        make_event(kind, seq + i, t + i, data, surface_op=op)
+        for i, (kind, data, op) in enumerate(records)
+    ]
+
+
+def build_turns(count: int, seed: int = 7) -> list[list[SessionEvent]]:
+    rng = random.Random(seed)
+    return [turn_events(turn + 1, turn * 10, rng) for turn in range(count)]
+
+
+def header(session_id: str) -> SessionHeader:
+    return SessionHeader(id=session_id, created_at=1_784_974_100_000, cwd="/home/user/project")
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+
+class RawAppender:
+    """The baseline: ``json.dumps`` of prebuilt dicts, ``os.write`` and ``os.fsync`` per turn."""
+
+    def __init__(self, directory: Path) -> None:
+        path = directory / f"raw-{time.perf_counter_ns()}.jsonl"
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        os.write(self.fd, b'{"type":"session"}\n')
+        os.fsync(self.fd)
+        self.dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    async def turn(self, records: list[dict[str, Any]]) -> None:
+        dumps = self.dumps
+        os.write(self.fd, "".join(dumps(r) + "\n" for r in records).encode())
+        os.fsync(self.fd)
+
+    async def close(self) -> int:
+        size = os.fstat(self.fd).st_size
+        os.close(self.fd)
+        return size
+
+
+class OurAppender:
+    """Ours: ``append(10 events)`` + ``flush()`` per turn on a materialized session."""
+
+    def __init__(self, directory: Path, compression: str) -> None:
+        root = directory / f"ours-{compression}-{time.perf_counter_ns()}"
+        self.store = JsonlPersistence(root, compression=compression)  # type: ignore[arg-type]
+        self.handle: Any = None
+
+    async def open(self) -> None:
+        self.handle = await self.store.create(header("bench-append"))
+        await self.handle.flush()
+
+    async def turn(self, events: list[SessionEvent]) -> None:
+        await self.handle.append(events)
+        await self.handle.flush()
+
+    async def close(self) -> int:
+        await self.handle.close()
+        size = self.store.log_path(header("bench-append")).stat().st_size
+        await self.store.aclose()
+        return size
+
+
+async def interleaved(
+    a: Callable[[Any], Awaitable[None]],
+    a_input: list[Any],
+    b: Callable[[Any], Awaitable[None]],
+    b_input: list[Any],
+) -> tuple[float, float]:
+    """Run turn i of side a and of side b back to back (order alternating), so both sides see
+    the same disk conditions; return each side's total time."""
+    total_a = total_b = 0.0
+    clock = time.perf_counter
+    for i in range(len(a_input)):
+        if i % 2:
+            start = clock()
+            await b(b_input[i])
+            mid = clock()
+            await a(a_input[i])
+            total_b += mid - start
+            total_a += clock() - mid
+        else:
+            start = clock()
+            await a(a_input[i])
+            mid = clock()
+            await b(b_input[i])
+            total_a += mid - start
+            total_b += clock() - mid
+    return total_a, total_b
+
+
+def raw_cold_read(path: Path) -> float:
+    start = time.perf_counter()
+    with path.open("rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")[1:-1]
+    values = [pydantic_core.from_json(line) for line in lines]
+    elapsed = time.perf_counter() - start
+    assert len(values) == COLD_EVENTS
+    return elapsed
+
+
+async def our_cold_read(root: Path) -> float:
+    start = time.perf_counter()
+    store = JsonlPersistence(root)
+    async with await store.open("bench-cold", "read") as reader:
+        events = await reader.read()
+    elapsed = time.perf_counter() - start
+    assert len(events) == COLD_EVENTS
+    await store.aclose()
+    return elapsed
+
+
+def raw_list(root: Path) -> float:
+    start = time.perf_counter()
+    found = []
+    with os.scandir(root) as projects:
+        for project in projects:
+            with os.scandir(project.path) as sessions:
+                for session in sessions:
+                    path = os.path.join(session.path, "session.jsonl")
+                    st = os.stat(path)
+                    with open(path, "rb") as f:
+                        found.append((f.readline(), st.st_size))
+    elapsed = time.perf_counter() - start
+    assert len(found) == LIST_SESSIONS
+    return elapsed
+
+
+async def our_list(root: Path, store: JsonlPersistence | None = None) -> float:
+    start = time.perf_counter()
+    snapshots = await (store or JsonlPersistence(root)).list()
+    elapsed = time.perf_counter() - start
+    assert len(snapshots) == LIST_SESSIONS
+    return elapsed
+
+
+# -- setup --------------------------------------------------------------------------------
+
+
+async def make_cold_session(root: Path) -> Path:
+    store = JsonlPersistence(root)
+    turns = build_turns(COLD_EVENTS // 10, seed=11)
+    async with await store.create(header("bench-cold")) as handle:
+        for events in turns:
+            await handle.append(events)
+    await store.aclose()
+    return store.log_path(header("bench-cold"))
+
+
+def make_list_root(root: Path) -> None:
+    rng = random.Random(3)
+    for i in range(LIST_SESSIONS):
+        h = SessionHeader(
+            id=f"session-{i:05d}", created_at=1_784_974_100_000 + i, cwd=f"/home/u/p{i % 40}"
+        )
+        store_path = JsonlPersistence(root).log_path(h)
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [encode_header_line(h)] + [
+            encode_event(e) for e in turn_events(1, 0, rng)[: rng.randrange(1, 10)]
+        ]
+        store_path.write_bytes(b"".join(line + b"\n" for line in lines))
+
+
+# -- driver -------------------------------------------------------------------------------
+
+
+async def median_pair(
+    raw: Callable[[], float], ours: Callable[[], Awaitable[float]]
+) -> tuple[float, float]:
+    raw_times: list[float] = []
+    our_times: list[float] = []
+    for _ in range(ROUNDS):
+        raw_times.append(raw())
+        our_times.append(await ours())
+    return statistics.median(raw_times), statistics.median(our_times)
+
+
+async def main() -> int:
+    rows: list[tuple[str, str, str, str, bool]] = []
+    with tempfile.TemporaryDirectory(
+        prefix="dsh-bench-jsonl-", dir=os.environ.get("TMPDIR")
+    ) as tmp:
+        base = Path(tmp)
+        turns = build_turns(TURNS)
+        dicts = [[json.loads(encode_event(e)) for e in events] for events in turns]
+        per_turn = sum(len(encode_event(e)) + 1 for e in turns[0])
+
+        # 1. durable append, and 4. zstd vs plain: per-turn interleaving, median over rounds
+        raw_t: list[float] = []
+        ours_t: list[float] = []
+        plain_t: list[float] = []
+        zstd_t: list[float] = []
+        plain_sizes: list[int] = []
+        zstd_sizes: list[int] = []
+        for _ in range(ROUNDS):
+            raw = RawAppender(base)
+            ours = OurAppender(base, "none")
+            await ours.open()
+            a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
+            raw_t.append(a)
+            ours_t.append(b)
+            await raw.close()
+            await ours.close()
+            plain = OurAppender(base, "none")
+            packed = OurAppender(base, "zstd")
+            await plain.open()
+            await packed.open()
+            a, b = await interleaved(plain.turn, turns, packed.turn, turns)
+            plain_t.append(a)
+            zstd_t.append(b)
+            plain_sizes.append(await plain.close())
+            zstd_sizes.append(await packed.close())
+        raw_m, ours_m = statistics.median(raw_t), statistics.median(ours_t)
+        ratio = raw_m / ours_m
+        rows.append(
+            (
+                f"durable append, {TURNS} turns x 10 events (~{per_turn // 1024} KB/turn)",
+                f"raw {raw_m * 1e3 / TURNS:.3f} ms/turn",
+                f"ours {ours_m * 1e3 / TURNS:.3f} ms/turn",
+                f"{ratio:.2f}x (bar >= 0.85)",
+                ratio >= 0.85,
+            )
+        )
+        plain_m, zstd_m = statistics.median(plain_t), statistics.median(zstd_t)
+        z_ratio = plain_m / zstd_m
+        size_ratio = statistics.median(zstd_sizes) / statistics.median(plain_sizes)
+        rows.append(
+            (
+                "zstd append (one frame per turn) vs plain",
+                f"plain {plain_m * 1e3 / TURNS:.3f} ms/turn",
+                f"zstd {zstd_m * 1e3 / TURNS:.3f} ms/turn",
+                f"{z_ratio:.2f}x (bar >= 0.8)",
+                z_ratio >= 0.8,
+            )
+        )
+        rows.append(
+            (
+                "zstd file size vs plain",
+                f"plain {statistics.median(plain_sizes) / 1e6:.2f} MB",
+                f"zstd {statistics.median(zstd_sizes) / 1e6:.2f} MB",
+                f"{size_ratio:.3f} (bar <= 0.333)",
+                size_ratio <= 1 / 3,
+            )
+        )
+
+        # 2. cold read
+        cold_path = await make_cold_session(base / "cold")
+        gc.collect()
+        gc.disable()
+        try:
+            raw_t, ours_t = await median_pair(
+                lambda: raw_cold_read(cold_path), lambda: our_cold_read(base / "cold")
+            )
+        finally:
+            gc.enable()
+        ratio = raw_t / ours_t
+        rows.append(
+            (
+                f"cold read, {COLD_EVENTS} events (GC off both sides)",
+                f"raw from_json {raw_t * 1e3:.1f} ms",
+                f"ours typed {ours_t * 1e3:.1f} ms",
+                f"{ratio:.2f}x (bar >= 0.7)",
+                ratio >= 0.7,
+            )
+        )
+
+        # 3. list: a fresh instance (the bar), and a warm one (header decode memoized; info)
+        make_list_root(base / "list")
+        raw_t2, ours_t2 = await median_pair(
+            lambda: raw_list(base / "list"), lambda: our_list(base / "list")
+        )
+        ratio = ours_t2 / raw_t2
+        rows.append(
+            (
+                f"list() of {LIST_SESSIONS} sessions, fresh instance",
+                f"raw {raw_t2 * 1e3:.1f} ms",
+                f"ours {ours_t2 * 1e3:.1f} ms",
+                f"{ratio:.2f}x time (bar <= 1.5)",
+                ratio <= 1.5,
+            )
+        )
+        warm = JsonlPersistence(base / "list")
+        await warm.list()
+        raw_t2, ours_t2 = await median_pair(
+            lambda: raw_list(base / "list"), lambda: our_list(base / "list", warm)
+        )
+        rows.append(
+            (
+                f"list() of {LIST_SESSIONS} sessions, warm instance (info)",
+                f"raw {raw_t2 * 1e3:.1f} ms",
+                f"ours {ours_t2 * 1e3:.1f} ms",
+                f"{ours_t2 / raw_t2:.2f}x time (no bar)",
+                True,
+            )
+        )
+
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print(f"bench_jsonl (python {sys.version.split()[0]}, median of {ROUNDS} rounds)")
+    for row in rows:
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        print("  ".join(cells), "ok" if row[4] else "MISSED")
+    missed = [r[0] for r in rows if not r[4]]
+    if missed:
+        print("missed bars: " + "; ".join(missed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
