@@ -368,19 +368,19 @@ async def test_ids_that_are_not_paths_round_trip(make_store: Factory, mk: Any) -
     await store.aclose()
 
 
-async def test_a_failed_append_truncates_its_partial_bytes(root: Path, mk: Any) -> None:
+async def test_a_failed_append_truncates_its_partial_bytes(make_store: Factory, mk: Any) -> None:
     import resource
     import signal
 
-    store = JsonlPersistence(root)
+    store = make_store()
     handle = await store.create(mk.header())
     await handle.append(mk.one_turn())
     path = store.log_path(mk.header())
     before = path.read_bytes()
-    big = mk.text_chunks(6, 50)
+    big = [*mk.text_chunks(6, 50), *mk.one_turn(56, turn=2)]
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 100, hard))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 40, hard))
     try:
         with pytest.raises(OSError, match="File too large"):
             await handle.append(big)
@@ -390,8 +390,36 @@ async def test_a_failed_append_truncates_its_partial_bytes(root: Path, mk: Any) 
     assert path.read_bytes() == before
     await handle.append(big)  # the retry stores the batch once, at the right seqs
     await handle.close()
-    async with await store.open("s-1", "read") as reader:
-        assert [e.seq for e in await reader.read()] == list(range(56))
+    async with await make_store().open("s-1", "read") as reader:
+        assert [e.seq for e in await reader.read()] == list(range(62))
+    await store.aclose()
+
+
+async def test_concurrent_sessions_do_not_cross(make_store: Factory, mk: Any) -> None:
+    store = make_store()
+    a = await store.create(mk.header("a"))
+    b = await store.create(mk.header("b", cwd="/other"))
+    for turn in range(3):
+        await a.append(mk.one_turn(6 * turn, turn=turn + 1))
+        await b.append(mk.text_chunks(4 * turn, 4))
+    await a.close()
+    await b.close()
+    fresh = make_store()
+    async with await fresh.open("a", "read") as ra, await fresh.open("b", "read") as rb:
+        assert {e.type for e in await rb.read()} == {"assistant/chunk"}
+        assert len(await ra.read()) == 18
+        assert len(await rb.read()) == 12
+    await store.aclose()
+
+
+async def test_the_same_id_in_two_project_directories_is_refused(
+    make_store: Factory, mk: Any
+) -> None:
+    store = make_store()
+    for cwd in ("/p/one", "/p/two"):
+        put(store, mk.header("twin", cwd=cwd), store_bytes(store, log_lines(mk, "twin", [])))
+    with pytest.raises(SessionPersistenceCorruptionError, match="multiple project directories"):
+        await store.open("twin", "read")
     await store.aclose()
 
 
