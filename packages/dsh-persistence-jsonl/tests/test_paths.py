@@ -45,6 +45,23 @@ def test_encoding_is_injective(a: str, b: str) -> None:
         assert encode_segment(a) != encode_segment(b)
 
 
+def _by_code_units(text: str) -> str:
+    raw = text.encode("utf-16-le", "surrogatepass")
+    units = [raw[i] | (raw[i + 1] << 8) for i in range(0, len(raw), 2)]
+    safe = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+    return "".join(chr(u) if u in safe else f"~{u:04X}" for u in units)
+
+
+_ANY_UNIT = st.lists(
+    st.one_of(st.characters(), st.integers(0xD800, 0xDFFF).map(chr)), min_size=1
+).map("".join)  # lone surrogates included
+
+
+@given(_ANY_UNIT.filter(lambda t: t not in (".", "..")))
+def test_encoding_equals_the_utf16_code_unit_definition(text: str) -> None:
+    assert encode_segment(text) == _by_code_units(text)
+
+
 @given(st.text(min_size=1))
 def test_encoded_segment_is_one_safe_path_component(text: str) -> None:
     encoded = encode_segment(text)
