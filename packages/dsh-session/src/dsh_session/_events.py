@@ -210,6 +210,7 @@ class SurfaceReplace:
 
 
 SurfaceOp = Literal["append"] | SurfaceReplace
+"""A surface event's operation: ``"append"`` or a :class:`SurfaceReplace`."""
 D = TypeVar("D")
 
 

@@ -97,8 +97,11 @@ def lossless_json_snapshot(value: object) -> JsonValue:
 
     Shared (non-cyclic) sub-values are allowed; the copy does not share them with the input.
     """
-    _check(value, "$", set())
-    return _copy(value)  # type: ignore[no-any-return]
+    try:
+        _check(value, "$", set())
+        return _copy(value)  # type: ignore[no-any-return]
+    except RecursionError:
+        raise LosslessJsonError("$", "nested too deeply") from None
 
 
 def js_number(value: float) -> str:

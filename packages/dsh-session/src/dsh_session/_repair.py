@@ -23,10 +23,12 @@ OUTCOME_UNKNOWN_TEXT = (
     "operation is read-only or idempotent; if it may have side effects, first verify external "
     "state or ask the user. Do not retry blindly."
 )
+"""The text of a ``TOOL_OUTCOME_UNKNOWN`` closer result (the TypeScript harness's wording)."""
 NOT_STARTED_TEXT = (
     "The tool call was interrupted before the Harness recorded it as started. "
     "Retry it if it is still needed."
 )
+"""The text of a ``TOOL_NOT_STARTED`` closer result (the TypeScript harness's wording)."""
 
 ResultShape = Literal["message", "flat"]
 
