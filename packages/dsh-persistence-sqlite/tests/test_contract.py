@@ -23,8 +23,8 @@ def _insert_torn_row(path: Path, session_id: str) -> None:
             "SELECT coalesce(max(last_seq), -1) FROM events WHERE session_id = ?", (session_id,)
         ).fetchone()
         connection.execute(
-            "INSERT INTO events (session_id, seq, last_seq, type, time, compressed, line) "
-            "VALUES (?, ?, ?, 'turn/start', 0, 0, CAST(? AS TEXT))",
+            "INSERT INTO events (session_id, seq, last_seq, type, time, compressed, line, "
+            "written_at) VALUES (?, ?, ?, 'turn/start', 0, 0, CAST(? AS TEXT), 0)",
             (session_id, last + 1, last + 1, TORN_LINE),
         )
     finally:

@@ -210,8 +210,9 @@ async def test_a_non_strict_table_is_refused(db_path: Path) -> None:
 async def test_a_changed_table_is_refused(db_path: Path) -> None:
     tables = dict(_sql.TABLES)
     tables["sessions"] = tables["sessions"].replace(
-        "size_bytes INTEGER NOT NULL", "size_bytes INTEGER NOT NULL,\n  extra TEXT"
+        "updated_at INTEGER NOT NULL", "updated_at INTEGER NOT NULL,\n  extra TEXT"
     )
+    assert tables["sessions"] != _sql.TABLES["sessions"]
     _ours_with(db_path, tables)
     with pytest.raises(SchemaMismatchError, match="'sessions' was changed"):
         await _touch(db_path)

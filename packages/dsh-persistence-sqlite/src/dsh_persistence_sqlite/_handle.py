@@ -8,16 +8,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
 from dsh_persistence import (
-    AppendBatch,
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
     SessionReadOnlyError,
     assert_contiguous,
     check_read_range,
-    materialize_append_batch,
 )
 from dsh_persistence_sqlite._lock import SessionLock
-from dsh_persistence_sqlite._rows import rows_of_batch
+from dsh_persistence_sqlite._rows import encode_batch, rows_of_batch
 from dsh_session import SessionEvent, SessionHeader
 
 if TYPE_CHECKING:
@@ -127,17 +125,17 @@ class SqliteSessionHandle:
         self._check_open("append")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="append")
-        batch = materialize_append_batch(self.id, events)
-        if not batch.events:
+        lines = encode_batch(self.id, events)
+        if not lines:
             return
-        await self._backend._submit(self._append_sync, batch)
+        await self._backend._submit(self._append_sync, tuple(events), lines)
 
-    def _append_sync(self, batch: AppendBatch) -> None:
-        assert_contiguous(self.id, batch.events, self._next_seq)
+    def _append_sync(self, events: Sequence[SessionEvent], lines: list[bytes]) -> None:
+        assert_contiguous(self.id, events, self._next_seq)
         store = self._backend._store
         rows = rows_of_batch(
-            batch.events,
-            batch.lines,
+            events,
+            lines,
             pack_chunks=self._backend.pack_chunks,
             compressor=store.compressor,
         )
@@ -147,7 +145,7 @@ class SqliteSessionHandle:
         else:
             store.append(self.id, rows, self._torn_seq)
             self._torn_seq = None
-        self._next_seq += len(batch.events)
+        self._next_seq += len(events)
         self._touched = True
 
     async def flush(self) -> None:
@@ -156,6 +154,9 @@ class SqliteSessionHandle:
         self._check_open("flush")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="flush")
+        self._touched = True
+        if self._materialized:
+            return  # every append that returned was committed with synchronous=FULL
         await self._backend._submit(self._flush_sync)
 
     def _flush_sync(self) -> None:

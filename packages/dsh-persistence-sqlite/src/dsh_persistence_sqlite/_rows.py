@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import zstandard
 
-from dsh_session import SessionEvent, decode_event, decode_row, encode_rows, row_last_seq
+from dsh_session import (
+    LosslessJsonError,
+    SessionEvent,
+    decode_event,
+    decode_row,
+    encode_event,
+    encode_rows,
+    row_last_seq,
+)
+
+_EVENT_TYPES: Any = SessionEvent
 
 COMPRESS_MIN_BYTES = 4096
 """Rows of at least this many bytes are zstd-compressed (kept only when smaller)."""
@@ -21,6 +32,34 @@ MAX_PACK_BYTES = 1024 * 1024
 
 MAX_ROW_BYTES = 1 << 30
 """The largest decompressed row a read accepts (a bound on a corrupt frame header)."""
+
+
+def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]:
+    """The canonical line of each event of an ``append`` batch (the stored copy: later changes
+    to the caller's objects cannot reach it).
+
+    Raises ``TypeError`` for a batch that is not a sequence of session events, or an event
+    whose data is not losslessly JSON-serializable (the message says so). The events were
+    validated when they were built (``decode_event``/``make_event``); they are not decoded again.
+    """
+    given: object = events
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
+    lines: list[bytes] = []
+    for index, event in enumerate(events):
+        if not isinstance(event, _EVENT_TYPES):
+            raise TypeError(
+                f"session {session_id!r}: item at index {index} is not a session event "
+                f"({type(event).__name__})"
+            )
+        try:
+            lines.append(encode_event(event))
+        except LosslessJsonError as error:
+            raise TypeError(
+                f"session {session_id!r}: event at index {index} is not losslessly "
+                f"JSON-serializable: {error}"
+            ) from error
+    return lines
 
 
 class RowError(ValueError):

@@ -1,7 +1,9 @@
 """Every SQL statement of the backend, as named constants (values are always bound parameters).
 
 The schema is ``STRICT`` throughout. ``sessions`` holds one row per materialized session (the
-header as columns, plus ``incarnation``/``revision``, which make the opaque snapshot revision);
+header as columns, plus ``incarnation`` and ``rewrites``, which with the last row's ``last_seq``
+make the opaque snapshot revision: appends only insert rows, and the rare rewrite — dropping a
+torn final row — bumps ``rewrites``);
 ``events`` holds the physical rows of each log: one row per event, or one packed row standing for
 a run of chunk events (``seq``..``last_seq``). ``line`` is the row's canonical JSON line, stored
 as TEXT, or as a zstd frame (BLOB) when ``compressed = 1``.
@@ -32,9 +34,8 @@ CREATE_SESSIONS = """CREATE TABLE sessions (
   is_seeded INTEGER NOT NULL CHECK (is_seeded IN (0, 1)),
   seed_length INTEGER NOT NULL CHECK (seed_length >= 0),
   incarnation TEXT NOT NULL,
-  revision INTEGER NOT NULL,
-  updated_at INTEGER NOT NULL,
-  size_bytes INTEGER NOT NULL
+  rewrites INTEGER NOT NULL CHECK (rewrites >= 0),
+  updated_at INTEGER NOT NULL
 ) STRICT"""
 
 CREATE_EVENTS = """CREATE TABLE events (
@@ -45,6 +46,7 @@ CREATE_EVENTS = """CREATE TABLE events (
   time INTEGER NOT NULL,
   compressed INTEGER NOT NULL CHECK (compressed IN (0, 1)),
   line ANY NOT NULL CHECK (typeof(line) = CASE compressed WHEN 0 THEN 'text' ELSE 'blob' END),
+  written_at INTEGER NOT NULL,
   PRIMARY KEY (session_id, seq)
 ) STRICT"""
 
@@ -90,30 +92,33 @@ SELECT_STORE_ID = "SELECT store_id FROM store_info WHERE singleton = 1"
 
 INSERT_SESSION = """INSERT INTO sessions (
   id, version, created_at, cwd, parent_session, origin, delegation_depth, agent_preset,
-  is_seeded, seed_length, incarnation, revision, updated_at, size_bytes
-) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+  is_seeded, seed_length, incarnation, rewrites, updated_at
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)"""
 
 SESSION_EXISTS = "SELECT 1 FROM sessions WHERE id = ?"
 
-_SESSION_COLUMNS = """s.id, s.version, s.created_at, s.cwd, s.parent_session, s.origin,
-  s.delegation_depth, s.agent_preset, s.is_seeded, s.seed_length, s.incarnation, s.revision,
-  s.updated_at, s.size_bytes,
-  (SELECT e.last_seq FROM events AS e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1)"""
+_SESSION_COLUMNS = """SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.origin,
+  s.delegation_depth, s.agent_preset, s.is_seeded, s.seed_length, s.incarnation, s.rewrites,
+  s.updated_at, e.last_seq, e.written_at
+FROM sessions AS s LEFT JOIN events AS e ON e.session_id = s.id
+  AND e.seq = (SELECT max(l.seq) FROM events AS l WHERE l.session_id = s.id)"""
 
-SELECT_SESSION = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s WHERE s.id = ?"
-"""One session's header columns, revision parts, metadata and the last row's ``last_seq``."""
+SELECT_SESSION = f"{_SESSION_COLUMNS} WHERE s.id = ?"
+"""One session's header columns, revision parts, and its last event row's seq and time."""
 
-SELECT_SESSIONS = f"SELECT {_SESSION_COLUMNS} FROM sessions AS s"
+SELECT_SESSIONS = _SESSION_COLUMNS
 """``SELECT_SESSION`` for every session (``list``)."""
 
-UPDATE_AFTER_APPEND = """UPDATE sessions
-SET revision = revision + 1, updated_at = ?, size_bytes = size_bytes + ?
+UPDATE_AFTER_REWRITE = """UPDATE sessions SET rewrites = rewrites + 1, updated_at = ?
 WHERE id = ?"""
+"""After a torn final row was dropped: the revision must change even if ``last_seq`` ends
+where the dropped row's did."""
 
 # -- events ----------------------------------------------------------------------------------
 
-INSERT_ROW = """INSERT INTO events (session_id, seq, last_seq, type, time, compressed, line)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE ?6 WHEN 0 THEN CAST(?7 AS TEXT) ELSE ?7 END)"""
+INSERT_ROW = """INSERT INTO events
+  (session_id, seq, last_seq, type, time, compressed, line, written_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE ?6 WHEN 0 THEN CAST(?7 AS TEXT) ELSE ?7 END, ?8)"""
 """One physical row; ``?7`` is the line's bytes (stored as TEXT unless compressed)."""
 
 DELETE_ROW = "DELETE FROM events WHERE session_id = ? AND seq = ?"

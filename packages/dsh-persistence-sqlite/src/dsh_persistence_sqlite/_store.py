@@ -20,6 +20,7 @@ import zstandard
 
 from dsh_persistence import (
     SessionAlreadyExistsError,
+    SessionOwnershipLostError,
     SessionPersistenceCorruptionError,
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
@@ -29,6 +30,7 @@ from dsh_persistence import (
 )
 from dsh_persistence_sqlite import _sql as sql
 from dsh_persistence_sqlite._db import open_database
+from dsh_persistence_sqlite._headers import header_columns, header_from_columns
 from dsh_persistence_sqlite._rows import (
     COMPRESSION_LEVEL,
     MAX_PACK_MEMBERS,
@@ -36,8 +38,15 @@ from dsh_persistence_sqlite._rows import (
     RowError,
     decode_stored_row,
 )
-from dsh_session import SessionEvent, SessionFormatError, SessionHeader, is_known_event_type
+from dsh_session import (
+    SessionEvent,
+    SessionFormatError,
+    SessionHeader,
+    decode_event,
+    is_known_event_type,
+)
 
+_HEADER_CACHE_SIZE = 65536
 _ROW_ERRORS = (RowError, SessionFormatError, ValueError, TypeError, UnicodeDecodeError)
 
 
@@ -62,7 +71,6 @@ class StoredSession:
     inherited_event_count: int
     revision: str
     event_count: int
-    size_bytes: int
     updated_at: int
 
 
@@ -88,6 +96,7 @@ class Store:
         self._busy_timeout_ms = busy_timeout_ms
         self._connection: sqlite3.Connection | None = None
         self._store_id = ""
+        self._headers: dict[str, tuple[tuple[Any, ...], SessionHeader]] = {}
         self.compressor = (
             zstandard.ZstdCompressor(level=COMPRESSION_LEVEL, write_content_size=True)
             if compression
@@ -145,27 +154,26 @@ class Store:
     def _stored(self, row: Sequence[Any]) -> StoredSession:
         session_id = row[0]
         assert_format_version(session_id, row[1], artifact=self.artifact)
-        try:
-            header = SessionHeader(
-                id=session_id,
-                created_at=row[2],
-                cwd=row[3],
-                parent_session=row[4],
-                origin=row[5],
-                delegation_depth=row[6],
-                agent_preset=row[7],
-                is_seeded=bool(row[8]),
-            )
-        except ValueError as error:
-            raise self.corruption(session_id, f"bad header columns: {error}") from error
-        last_seq = row[14]
+        columns = tuple(row[:9])
+        cached = self._headers.get(session_id)
+        if cached is not None and cached[0] == columns:
+            header = cached[1]  # headers are immutable: reuse the one built for these columns
+        else:
+            try:
+                header = header_from_columns(columns)
+            except ValueError as error:
+                raise self.corruption(session_id, f"bad header columns: {error}") from error
+            if len(self._headers) >= _HEADER_CACHE_SIZE:
+                self._headers.clear()
+            self._headers[session_id] = (columns, header)
+        last_seq, written_at = row[13], row[14]
         return StoredSession(
             header=header,
             inherited_event_count=row[9],
-            revision=f"sqlite:{self._store_id}:{row[10]}:{row[11]}",
+            revision=f"sqlite:{self._store_id}:{row[10]}:{row[11]}:"
+            f"{'-' if last_seq is None else last_seq}",
             event_count=0 if last_seq is None else last_seq + 1,
-            size_bytes=row[13],
-            updated_at=row[12],
+            updated_at=row[12] if written_at is None else max(written_at, row[12]),
         )
 
     def exists(self, session_id: str) -> bool:
@@ -189,7 +197,7 @@ class Store:
             header=stored.header,
             revision=stored.revision,
             event_count=stored.event_count,
-            size_bytes=stored.size_bytes,
+            size_bytes=None,
             updated_at=stored.updated_at,
             plain_path=None,
         )
@@ -212,45 +220,38 @@ class Store:
     # -- writing ---------------------------------------------------------------------------
 
     def insert_session(
-        self,
-        connection: sqlite3.Connection,
-        header: SessionHeader,
-        inherited_event_count: int,
-        *,
-        revision: int,
-        size_bytes: int,
+        self, connection: sqlite3.Connection, header: SessionHeader, inherited_event_count: int
     ) -> None:
         """Insert a session row (inside a write transaction)."""
+        values = (
+            header.id,
+            *header_columns(header),
+            inherited_event_count,
+            uuid.uuid4().hex,
+            now_ms(),
+        )
         try:
-            connection.execute(
-                sql.INSERT_SESSION,
-                (
-                    header.id,
-                    header.version,
-                    header.created_at,
-                    header.cwd,
-                    header.parent_session,
-                    header.origin,
-                    header.delegation_depth,
-                    header.agent_preset,
-                    int(header.is_seeded),
-                    inherited_event_count,
-                    uuid.uuid4().hex,
-                    revision,
-                    now_ms(),
-                    size_bytes,
-                ),
-            )
+            connection.execute(sql.INSERT_SESSION, values)
         except sqlite3.IntegrityError as error:
             raise SessionAlreadyExistsError(header.id) from error
 
     @staticmethod
     def insert_rows(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
         """Insert physical rows (inside a write transaction)."""
+        written_at = now_ms()
         connection.executemany(
             sql.INSERT_ROW,
             [
-                (session_id, r.seq, r.last_seq, r.type, r.time, int(r.compressed), r.payload)
+                (
+                    session_id,
+                    r.seq,
+                    r.last_seq,
+                    r.type,
+                    r.time,
+                    int(r.compressed),
+                    r.payload,
+                    written_at,
+                )
                 for r in rows
             ],
         )
@@ -259,27 +260,29 @@ class Store:
         self, header: SessionHeader, inherited_event_count: int, rows: Sequence[Row]
     ) -> None:
         """Publish a created session: its row and its first rows, in one transaction."""
-        size = sum(len(r.payload) for r in rows)
         with self.write_transaction() as connection:
-            self.insert_session(
-                connection,
-                header,
-                inherited_event_count,
-                revision=1 if rows else 0,
-                size_bytes=size,
-            )
+            self.insert_session(connection, header, inherited_event_count)
             self.insert_rows(connection, header.id, rows)
 
     def append(self, session_id: str, rows: Sequence[Row], torn_seq: int | None) -> None:
-        """Append rows to a stored session (dropping a torn final row first), bump revision."""
-        size = sum(len(r.payload) for r in rows)
+        """Append rows to a stored session in one transaction (dropping a torn final row
+        first, which counts as a rewrite)."""
         with self.write_transaction() as connection:
             if torn_seq is not None:
                 connection.execute(sql.DELETE_ROW, (session_id, torn_seq))
-            self.insert_rows(connection, session_id, rows)
-            cursor = connection.execute(sql.UPDATE_AFTER_APPEND, (now_ms(), size, session_id))
-            if cursor.rowcount != 1:
-                raise SessionPersistenceNotFoundError(session_id)
+                cursor = connection.execute(sql.UPDATE_AFTER_REWRITE, (now_ms(), session_id))
+                if cursor.rowcount != 1:
+                    raise SessionPersistenceNotFoundError(session_id)
+            try:
+                self.insert_rows(connection, session_id, rows)
+            except sqlite3.IntegrityError as error:
+                if connection.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
+                    raise SessionPersistenceNotFoundError(session_id) from error
+                raise SessionOwnershipLostError(
+                    session_id,
+                    reason=f"the stored log already holds seq {rows[0].seq} (written by "
+                    "something that does not take the session lock)",
+                ) from error
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -310,23 +313,32 @@ class Store:
                     sql.SELECT_ROWS_RANGE, (session_id, anchor, offset, offset + length)
                 )
             events: list[SessionEvent] = []
-            expected: int | None = None
+            append = events.append
+            decode = decode_event
+            expected = -1
             with gc_paused():
                 for seq, last_seq, compressed, payload in rows:
-                    if expected is None:
+                    if seq != expected:
+                        if expected != -1:
+                            raise self.corruption(
+                                session_id, f"expected a row for seq {expected}", seq
+                            )
                         if seq > offset:
                             raise self.corruption(
                                 session_id, f"the log has no row for seq {offset}", seq
                             )
-                    elif seq != expected:
-                        raise self.corruption(session_id, f"expected a row for seq {expected}", seq)
                     try:
-                        decoded = decode_stored_row(seq, last_seq, compressed, payload)
+                        if seq == last_seq and not compressed:  # the common row: one event
+                            event = decode(payload)
+                            if event.seq != seq:
+                                raise RowError(f"the row holds an event with seq {event.seq}")
+                            append(event)
+                        else:
+                            events.extend(decode_stored_row(seq, last_seq, compressed, payload))
                     except _ROW_ERRORS as error:
                         if self._is_last_row(connection, session_id, seq):
                             break  # a torn final row: never served
                         raise self.corruption(session_id, str(error), seq) from error
-                    events.extend(decoded)
                     expected = last_seq + 1
         if events and events[0].seq < offset:
             del events[: offset - events[0].seq]

@@ -1,0 +1,291 @@
+"""SQLite backend benchmarks: each measurement is a ratio to a raw ``sqlite3`` baseline timed in
+the same run, on the same disk.
+
+The workloads are the JSONL benchmark's (imported from ``bench_jsonl.py`` so they stay the same):
+turns of 10 realistic records (~12 KB of JSON per turn), built as typed events beforehand; the
+raw side gets the same records as prebuilt dicts and encodes them with ``json.dumps`` inside its
+timed loop, as ours must encode inside ``append``.
+
+1. durable append: ``append(10 events)`` + ``flush()`` per turn, 200 turns, vs raw ``sqlite3``
+   in WAL with ``synchronous=FULL``, one transaction (``executemany`` of the 10 lines) per turn.
+   Bar: throughput ratio >= 0.85. Measured for the default (compressed) and plain settings.
+2. cold read of a 50,000-event session into typed events through a fresh instance vs a raw
+   ``SELECT`` of the same rows + ``pydantic_core.from_json`` per line, from the same database;
+   the cyclic GC is disabled on both sides. Bar: >= 0.7.
+3. ``list()`` of 2,000 sessions vs a raw ``SELECT`` of the same rows (each session row and its
+   last event row) from the same database. Bar: time ratio <= 3, for a fresh instance (which
+   also opens and verifies the database) and for a warm one.
+
+Appends interleave the two sides turn by turn (alternating which goes first) so both see the same
+disk conditions; the other measurements alternate whole runs. Each runs ROUNDS times and the
+medians are compared. Prints a table; exits 1 when a bar is missed.
+Usage: ``python bench/bench_sqlite.py`` (or ``python -m nox -s bench -- sqlite``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pydantic_core
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_jsonl import build_turns, header, interleaved, median_pair, turn_events
+from dsh_persistence_sqlite import SqlitePersistence
+from dsh_session import SessionEvent, SessionHeader, encode_event
+
+ROUNDS = int(os.environ.get("DSH_BENCH_ROUNDS", "5"))
+TURNS = 200
+COLD_EVENTS = 50_000
+LIST_SESSIONS = 2_000
+
+RAW_SCHEMA = (
+    "CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, line TEXT NOT NULL, "
+    "PRIMARY KEY (session_id, seq)) STRICT"
+)
+RAW_LIST = """SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.origin,
+  s.delegation_depth, s.agent_preset, s.is_seeded, s.seed_length, s.incarnation, s.rewrites,
+  s.updated_at, e.last_seq, e.written_at
+FROM sessions AS s LEFT JOIN events AS e ON e.session_id = s.id
+  AND e.seq = (SELECT max(l.seq) FROM events AS l WHERE l.session_id = s.id)"""
+"""The same statement ``list()`` runs (each session row and its last event row)."""
+
+
+class RawAppender:
+    """The baseline: ``json.dumps`` of prebuilt dicts, one WAL+FULL transaction per turn."""
+
+    def __init__(self, directory: Path) -> None:
+        path = directory / f"raw-{time.perf_counter_ns()}.db"
+        self.connection = sqlite3.connect(path, isolation_level=None)
+        self.connection.execute("PRAGMA journal_mode = WAL")
+        self.connection.execute("PRAGMA synchronous = FULL")
+        self.connection.execute(RAW_SCHEMA)
+        self.seq = 0
+        self.dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    async def turn(self, records: list[dict[str, Any]]) -> None:
+        dumps = self.dumps
+        seq = self.seq
+        connection = self.connection
+        connection.execute("BEGIN IMMEDIATE")
+        connection.executemany(
+            "INSERT INTO events (session_id, seq, line) VALUES (?, ?, ?)",
+            [("bench-append", seq + i, dumps(r)) for i, r in enumerate(records)],
+        )
+        connection.execute("COMMIT")
+        self.seq = seq + len(records)
+
+    async def close(self) -> None:
+        self.connection.close()
+
+
+class OurAppender:
+    """Ours: ``append(10 events)`` + ``flush()`` per turn on a materialized session."""
+
+    def __init__(self, directory: Path, compression: bool) -> None:
+        path = directory / f"ours-{compression}-{time.perf_counter_ns()}.db"
+        self.store = SqlitePersistence(path, compression=compression)
+        self.handle: Any = None
+
+    async def open(self) -> None:
+        self.handle = await self.store.create(header("bench-append"))
+        await self.handle.flush()
+
+    async def turn(self, events: list[SessionEvent]) -> None:
+        await self.handle.append(events)
+        await self.handle.flush()
+
+    async def close(self) -> None:
+        await self.handle.close()
+        await self.store.aclose()
+
+
+async def append_ratio(
+    base: Path,
+    turns: list[list[SessionEvent]],
+    dicts: list[list[dict[str, Any]]],
+    compression: bool,
+) -> tuple[float, float]:
+    raw_t: list[float] = []
+    ours_t: list[float] = []
+    for _ in range(ROUNDS):
+        raw = RawAppender(base)
+        ours = OurAppender(base, compression)
+        await ours.open()
+        a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
+        raw_t.append(a)
+        ours_t.append(b)
+        await raw.close()
+        await ours.close()
+    return statistics.median(raw_t), statistics.median(ours_t)
+
+
+def raw_cold_read(path: Path) -> float:
+    start = time.perf_counter()
+    connection = sqlite3.connect(path)
+    rows = connection.execute(
+        "SELECT line FROM events WHERE session_id = ? ORDER BY seq", ("bench-cold",)
+    ).fetchall()
+    values = [pydantic_core.from_json(line) for (line,) in rows]
+    connection.close()
+    elapsed = time.perf_counter() - start
+    assert len(values) == COLD_EVENTS
+    return elapsed
+
+
+async def our_cold_read(path: Path) -> float:
+    start = time.perf_counter()
+    store = SqlitePersistence(path)
+    async with await store.open("bench-cold", "read") as reader:
+        events = await reader.read()
+    elapsed = time.perf_counter() - start
+    assert len(events) == COLD_EVENTS
+    await store.aclose()
+    return elapsed
+
+
+def raw_list(path: Path) -> float:
+    start = time.perf_counter()
+    connection = sqlite3.connect(path)
+    rows = connection.execute(RAW_LIST).fetchall()
+    connection.close()
+    elapsed = time.perf_counter() - start
+    assert len(rows) == LIST_SESSIONS
+    return elapsed
+
+
+async def our_list(path: Path, store: SqlitePersistence | None = None) -> float:
+    start = time.perf_counter()
+    instance = store or SqlitePersistence(path)
+    snapshots = await instance.list()
+    elapsed = time.perf_counter() - start
+    assert len(snapshots) == LIST_SESSIONS
+    if store is None:
+        await instance.aclose()
+    return elapsed
+
+
+async def make_cold_session(path: Path) -> None:
+    store = SqlitePersistence(path, compression=False)  # raw reads the TEXT lines as they are
+    async with await store.create(header("bench-cold")) as handle:
+        for events in build_turns(COLD_EVENTS // 10, seed=11):
+            await handle.append(events)
+    await store.aclose()
+
+
+async def make_list_database(path: Path) -> None:
+    rng = random.Random(3)
+    store = SqlitePersistence(path)
+    for i in range(LIST_SESSIONS):
+        h = SessionHeader(
+            id=f"session-{i:05d}", created_at=1_784_974_100_000 + i, cwd=f"/home/u/p{i % 40}"
+        )
+        async with await store.create(h) as handle:
+            await handle.append(turn_events(1, 0, rng)[: rng.randrange(1, 10)])
+    await store.aclose()
+
+
+async def main() -> int:
+    rows: list[tuple[str, str, str, str, bool]] = []
+    with tempfile.TemporaryDirectory(
+        prefix="dsh-bench-sqlite-", dir=os.environ.get("TMPDIR")
+    ) as tmp:
+        base = Path(tmp)
+        turns = build_turns(TURNS)
+        dicts = [[json.loads(encode_event(e)) for e in events] for events in turns]
+        per_turn = sum(len(encode_event(e)) + 1 for e in turns[0])
+
+        # 1. durable append, per-turn interleaving, median over rounds
+        for compression in (True, False):
+            raw_m, ours_m = await append_ratio(base, turns, dicts, compression)
+            ratio = raw_m / ours_m
+            label = "compressed" if compression else "plain"
+            rows.append(
+                (
+                    f"durable append ({label}), {TURNS} turns x 10 events "
+                    f"(~{per_turn // 1024} KB/turn)",
+                    f"raw WAL+FULL {raw_m * 1e3 / TURNS:.3f} ms/turn",
+                    f"ours {ours_m * 1e3 / TURNS:.3f} ms/turn",
+                    f"{ratio:.2f}x (bar >= 0.85)",
+                    ratio >= 0.85,
+                )
+            )
+
+        # 2. cold read
+        cold = base / "cold.db"
+        await make_cold_session(cold)
+        gc.collect()
+        gc.disable()
+        try:
+            raw_t, ours_t = await median_pair(
+                lambda: raw_cold_read(cold), lambda: our_cold_read(cold)
+            )
+        finally:
+            gc.enable()
+        ratio = raw_t / ours_t
+        rows.append(
+            (
+                f"cold read, {COLD_EVENTS} events (GC off both sides)",
+                f"raw SELECT+from_json {raw_t * 1e3:.1f} ms",
+                f"ours typed {ours_t * 1e3:.1f} ms",
+                f"{ratio:.2f}x (bar >= 0.7)",
+                ratio >= 0.7,
+            )
+        )
+
+        # 3. list: a fresh instance and a warm one, both against the bar
+        listing = base / "list.db"
+        await make_list_database(listing)
+        raw_t, ours_t = await median_pair(lambda: raw_list(listing), lambda: our_list(listing))
+        ratio = ours_t / raw_t
+        rows.append(
+            (
+                f"list() of {LIST_SESSIONS} sessions, fresh instance",
+                f"raw SELECT {raw_t * 1e3:.1f} ms",
+                f"ours {ours_t * 1e3:.1f} ms",
+                f"{ratio:.2f}x time (bar <= 3)",
+                ratio <= 3,
+            )
+        )
+        warm = SqlitePersistence(listing)
+        await warm.list()
+        raw_t, ours_t = await median_pair(
+            lambda: raw_list(listing), lambda: our_list(listing, warm)
+        )
+        await warm.aclose()
+        ratio = ours_t / raw_t
+        rows.append(
+            (
+                f"list() of {LIST_SESSIONS} sessions, warm instance",
+                f"raw SELECT {raw_t * 1e3:.1f} ms",
+                f"ours {ours_t * 1e3:.1f} ms",
+                f"{ratio:.2f}x time (bar <= 3)",
+                ratio <= 3,
+            )
+        )
+
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    print(f"bench_sqlite (python {sys.version.split()[0]}, median of {ROUNDS} rounds)")
+    for row in rows:
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        print("  ".join(cells), "ok" if row[4] else "MISSED")
+    missed = [r[0] for r in rows if not r[4]]
+    if missed:
+        print("missed bars: " + "; ".join(missed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))

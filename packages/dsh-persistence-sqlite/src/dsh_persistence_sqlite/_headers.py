@@ -1,0 +1,86 @@
+"""Session headers to and from their ``sessions`` columns.
+
+Decoding checks every column against the header model's own rules (types, ranges, an absolute
+``cwd``) and then copies a template header, which is several times faster than validating the
+model afresh — ``list()`` builds one per session.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from dsh_session import SessionHeader
+
+_MAX_SAFE_INTEGER = 2**53 - 1
+_TEMPLATE = SessionHeader(id="template", created_at=0)
+
+
+def header_columns(header: SessionHeader) -> tuple[Any, ...]:
+    """``(version, created_at, cwd, parent_session, origin, delegation_depth, agent_preset,
+    is_seeded)`` of ``header``."""
+    return (
+        header.version,
+        header.created_at,
+        header.cwd,
+        header.parent_session,
+        header.origin,
+        header.delegation_depth,
+        header.agent_preset,
+        int(header.is_seeded),
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_absolute(cwd: str) -> bool:
+    return PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).is_absolute()
+
+
+def _int_in_range(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_SAFE_INTEGER
+
+
+def _optional_str(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def header_problem(row: tuple[Any, ...]) -> str | None:
+    """What is wrong with header columns ``(id, version, created_at, cwd, parent_session, origin,
+    delegation_depth, agent_preset, is_seeded)``, or ``None``."""
+    session_id, _version, created_at, cwd, parent, origin, depth, preset, seeded = row
+    if type(session_id) is not str or not session_id:
+        return f"id {session_id!r} is not a non-empty string"
+    if not _int_in_range(created_at):
+        return f"created_at {created_at!r} is not epoch milliseconds"
+    if cwd is not None and (type(cwd) is not str or not _is_absolute(cwd)):
+        return f"cwd {cwd!r} is not an absolute path"
+    if not (_optional_str(parent) and _optional_str(preset)):
+        return "parent_session and agent_preset must be strings or NULL"
+    if origin is not None and origin != "subagent":
+        return f"origin {origin!r} is not 'subagent'"
+    if depth is not None and not _int_in_range(depth):
+        return f"delegation_depth {depth!r} is not a non-negative integer"
+    if seeded not in (0, 1) or type(seeded) is not int:
+        return f"is_seeded {seeded!r} is not 0 or 1"
+    return None
+
+
+def header_from_columns(row: tuple[Any, ...]) -> SessionHeader:
+    """The header stored in columns (see ``header_problem``); raises ``ValueError``."""
+    problem = header_problem(row)
+    if problem is not None:
+        raise ValueError(problem)
+    session_id, _version, created_at, cwd, parent, origin, depth, preset, seeded = row
+    return _TEMPLATE.model_copy(
+        update={
+            "id": session_id,
+            "created_at": created_at,
+            "cwd": cwd,
+            "parent_session": parent,
+            "origin": origin,
+            "delegation_depth": depth,
+            "agent_preset": preset,
+            "is_seeded": seeded == 1,
+        }
+    )
