@@ -155,3 +155,19 @@ def test_data_that_is_not_a_message_raises_a_derive_error() -> None:
     with pytest.raises(SessionValidationError) as info:
         session.derive_messages()
     assert (info.value.code, info.value.seq) == ("DERIVE", 0)
+
+
+def test_a_derive_error_is_raised_again_and_a_replace_recovers(build: Any) -> None:
+    session = Session(HEADER)
+    session.append("user/message", build.user_message("ok"))
+    session.append("user/message", {"content": [{"type": "video"}], "source": {"kind": "user"}})
+    for _ in range(2):
+        with pytest.raises(SessionValidationError):
+            session.derive_messages()
+    session.append(
+        "user/message",
+        build.user_message("fixed"),
+        surface_op=SurfaceReplace(1, 1),
+        source_event_seqs=[1],
+    )
+    assert [m.content[0].text for m in session.derive_messages()] == ["ok", "fixed"]  # type: ignore[union-attr]

@@ -197,16 +197,16 @@ class Session:
             self._derived_nodes = 0
             self._derived_generation = self._surface.replace_generation
         nodes = self._surface.nodes
-        if self._derived_nodes < len(nodes):
-            for seq in nodes[self._derived_nodes :]:
-                if seq in self._projected:
-                    message = self._projected[seq]
-                else:
-                    message = project_message(self._events[seq])
-                    self._projected[seq] = message
-                if message is not None:
-                    self._derived.append(message)
-            self._derived_nodes = len(nodes)
+        while self._derived_nodes < len(nodes):
+            seq = nodes[self._derived_nodes]
+            if seq in self._projected:
+                message = self._projected[seq]
+            else:
+                message = project_message(self._events[seq])  # may raise: nothing counted yet
+                self._projected[seq] = message
+            if message is not None:
+                self._derived.append(message)
+            self._derived_nodes += 1
         return list(self._derived)
 
     # -- writing ---------------------------------------------------------------------------
