@@ -155,3 +155,23 @@ def test_a_malformed_event_line_raises_event_decode_error() -> None:
         decode_row(b'{"type":"step/start","seq":0,"time":1,"data":{}}')
     with pytest.raises(EventDecodeError):
         row_last_seq(b'{"type":"step/start","seq":"0"}')
+
+
+def test_row_last_seq_refuses_a_row_without_members() -> None:
+    with pytest.raises(ChunkRowError):
+        row_last_seq(b'{"type":"text-chunks","seq0":4,"time0":0,"data":{"texts":[]}}')
+
+
+def test_decode_row_accepts_row_data_keys_in_any_order() -> None:
+    row = (
+        b'{"type":"tool-call-chunks","time0":5,"seq0":2,"data":{"args":["a","b"],"id":"c",'
+        b'"dt":[1],"index":0,"step":1,"turn":1}}'
+    )
+    events = decode_row(row)
+    assert [(e.seq, e.time) for e in events] == [(2, 5), (3, 6)]
+    assert events[0].data["chunk"] == {
+        "type": "tool-call-delta",
+        "index": 0,
+        "id": "c",
+        "argumentsDelta": "a",
+    }

@@ -171,3 +171,9 @@ def test_a_derive_error_is_raised_again_and_a_replace_recovers(build: Any) -> No
         source_event_seqs=[1],
     )
     assert [m.content[0].text for m in session.derive_messages()] == ["ok", "fixed"]  # type: ignore[union-attr]
+
+
+def test_project_message_gives_none_for_log_only_events() -> None:
+    from dsh_session import make_event, project_message
+
+    assert project_message(make_event("turn/start", 0, 0, {"turn": 1})) is None

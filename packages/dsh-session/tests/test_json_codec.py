@@ -146,3 +146,14 @@ def test_any_lossless_value_round_trips_through_its_bytes(value: object) -> None
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_javascript_number_text_reads_back_as_the_same_float(value: float) -> None:
     assert float(js_number(value)) == value
+
+
+def test_nesting_deeper_than_python_recursion_is_refused_not_crashing() -> None:
+    deep: list[object] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(LosslessJsonError, match="nested too deeply"):
+        dumps_canonical(deep)
+    with pytest.raises(LosslessJsonError, match="nested too deeply"):
+        lossless_json_snapshot(deep)
+    assert not is_lossless_json(deep)

@@ -276,3 +276,18 @@ def test_the_incremental_surface_equals_a_naive_fold(ops: list[tuple[str, int, i
     assert list(session.surface) == _naive_fold(ops)
     assert fold_surface(list(session.events)).nodes == session.surface
     assert len(session.derive_messages()) == len(session.surface)
+
+
+def test_fold_surface_refuses_a_log_whose_seqs_are_not_indexes(build: Any) -> None:
+    event = make_event("user/message", 1, 0, build.user_message(), surface_op="append")
+    with pytest.raises(SessionValidationError) as info:
+        fold_surface([event])
+    assert info.value.code == "SEQ"
+
+
+def test_an_unknown_type_with_surface_fields_decodes_but_a_session_refuses_it() -> None:
+    event = make_event("future/surface", 0, 0, {}, surface_op="append")
+    assert event.surface_op == "append"
+    with pytest.raises(SessionValidationError) as info:
+        Session(HEADER, [event])
+    assert info.value.code == "ENVELOPE"
