@@ -37,7 +37,15 @@ from typing import Any
 import pydantic_core
 
 from dsh_persistence_jsonl import JsonlPersistence
-from dsh_session import SessionEvent, SessionHeader, encode_event, encode_header_line, make_event
+from dsh_session import (
+    SessionEvent,
+    SessionHeader,
+    decode_header_line,
+    decode_row,
+    encode_event,
+    encode_header_line,
+    make_event,
+)
 
 ROUNDS = int(os.environ.get("DSH_BENCH_ROUNDS", "5"))
 TURNS = 200
@@ -328,6 +336,38 @@ def make_list_root(root: Path) -> None:
         store_path.write_bytes(b"".join(line + b"\n" for line in lines))
 
 
+FIXTURES = (
+    Path(__file__).resolve().parent.parent
+    / "packages/dsh-persistence-jsonl/tests/fixtures/upstream-v0"
+)
+
+
+async def fixture_sizes(base: Path) -> tuple[int, int, int]:
+    """Plain and zstd sizes of the TypeScript harness's v0 logs, written one append per turn."""
+    sizes = {"none": 0, "zstd": 0}
+    turns_total = 0
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        head, cut = decode_header_line(lines[0])
+        events = [e for line in lines[1:] for e in decode_row(line)]
+        turns: list[list[SessionEvent]] = [[]]
+        for event in events:
+            turns[-1].append(event)
+            if event.type == "turn/end":
+                turns.append([])
+        turns = [t for t in turns if t]
+        turns_total += len(turns)
+        for compression in sizes:
+            store = JsonlPersistence(base / f"fx-{compression}", compression=compression)  # type: ignore[arg-type]
+            async with await store.create(head, inherited_event_count=cut) as handle:
+                for turn in turns:
+                    await handle.append(turn)
+                await handle.flush()
+            sizes[compression] += store.log_path(head).stat().st_size
+            await store.aclose()
+    return sizes["none"], sizes["zstd"], turns_total
+
+
 # -- driver -------------------------------------------------------------------------------
 
 
@@ -407,6 +447,17 @@ async def main() -> int:
                 f"zstd {statistics.median(zstd_sizes) / 1e6:.2f} MB",
                 f"{size_ratio:.3f} (bar <= 0.333)",
                 size_ratio <= 1 / 3,
+            )
+        )
+
+        plain_fx, zstd_fx, fx_turns = await fixture_sizes(base)
+        rows.append(
+            (
+                f"zstd size vs plain, upstream v0 logs ({fx_turns} turns; info)",
+                f"plain {plain_fx / 1e3:.1f} KB",
+                f"zstd {zstd_fx / 1e3:.1f} KB",
+                f"{zstd_fx / plain_fx:.3f} (no bar)",
+                True,
             )
         )
 
