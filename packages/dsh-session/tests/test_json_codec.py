@@ -93,8 +93,9 @@ def test_values_json_cannot_carry_are_refused(bad: object) -> None:
         lossless_json_snapshot({"v": bad})
 
 
-def test_big_integers_javascript_holds_exactly_are_allowed() -> None:
-    assert is_lossless_json(2**60)
+def test_big_integers_are_allowed_in_the_digits_javascript_writes() -> None:
+    assert is_lossless_json(1152921504606847000)  # JSON.stringify(2 ** 60)
+    assert not is_lossless_json(2**60)  # JavaScript would write it back as ...847000
     assert dumps_canonical(10**20) == b"100000000000000000000"
 
 
@@ -157,3 +158,9 @@ def test_nesting_deeper_than_python_recursion_is_refused_not_crashing() -> None:
     with pytest.raises(LosslessJsonError, match="nested too deeply"):
         lossless_json_snapshot(deep)
     assert not is_lossless_json(deep)
+
+
+def test_a_big_integer_is_allowed_only_as_javascript_writes_it() -> None:
+    assert is_lossless_json(52841431442818820)  # JSON.stringify(5.284143144281882e16)
+    assert not is_lossless_json(52841431442818816)  # the double's exact value: JS never writes it
+    assert not is_lossless_json(2**53 + 1)

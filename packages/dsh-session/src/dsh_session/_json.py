@@ -32,8 +32,9 @@ _SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
 
 def _exact_in_javascript(value: int) -> bool:
-    """A big integer JavaScript writes digit for digit (a double below 1e21, like 2**60)."""
-    return abs(value) < 10**21 and int(float(value)) == value
+    """A big integer that is exactly what JavaScript writes for some double below 1e21 (like
+    ``2**60``, or the ``52841431442818820`` it writes for 5.284143144281882e16)."""
+    return abs(value) < 10**21 and js_number(float(value)) == str(value)
 
 
 def _check(value: Any, path: str, ancestors: set[int]) -> bool:
