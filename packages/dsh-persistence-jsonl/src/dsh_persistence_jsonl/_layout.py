@@ -1,0 +1,143 @@
+"""``RootLayout``: where logs live under a JSONL root, and how one is found, decoded and loaded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from dsh_persistence import (
+    SessionPersistenceCorruptionError,
+    SessionPersistenceError,
+    decode_stored_header,
+)
+from dsh_persistence_jsonl._errors import RootEncodingError
+from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
+from dsh_persistence_jsonl._scan import LogDamage
+from dsh_persistence_jsonl._store import LOG_NAMES, Compression, HeaderDecoder, LoadedLog, load_log
+from dsh_session import SessionHeader
+
+
+class RootLayout:
+    """One root, one encoding: paths, the encoding check, lookup by id, and checked loading."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        compression: Literal["none", "zstd"] = "none",
+        pack_chunks: bool = False,
+    ) -> None:
+        if compression not in LOG_NAMES:
+            raise ValueError(f"compression must be 'none' or 'zstd', got {compression!r}")
+        if not isinstance(pack_chunks, bool):
+            raise TypeError(f"pack_chunks must be a bool, got {pack_chunks!r}")
+        self._root = Path(os.path.abspath(os.path.expanduser(os.fspath(root))))
+        if self._root.exists() and not self._root.is_dir():
+            raise NotADirectoryError(f"JSONL root {self._root} exists and is not a directory")
+        self._compression: Compression = compression
+        self._pack = pack_chunks
+        self._log_name = LOG_NAMES[compression]
+        self._other_name = LOG_NAMES["zstd" if compression == "none" else "none"]
+        self._probe_root_encoding()
+
+    @property
+    def root(self) -> Path:
+        """The absolute root directory (resolved once, at construction)."""
+        return self._root
+
+    @property
+    def compression(self) -> Compression:
+        """``"none"`` or ``"zstd"``."""
+        return self._compression
+
+    @property
+    def pack_chunks(self) -> bool:
+        """Whether appended runs of chunk events are stored as packed rows."""
+        return self._pack
+
+    def log_path(self, header: SessionHeader) -> Path:
+        """Where the log of a session with ``header`` lives (or will live) under this root."""
+        directory = self._root / project_dir_name(header.cwd) / session_segment(header.id)
+        return directory / self._log_name
+
+    # -- encoding of the root ---------------------------------------------------------------
+
+    def _encoding_error(self, path: Path) -> RootEncodingError:
+        return RootEncodingError(str(self._root), self._compression, str(path))
+
+    def _probe_root_encoding(self) -> None:
+        """Refuse a root whose first stored artifact has the other encoding (cheap probe)."""
+        try:
+            projects = os.scandir(self._root)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        with projects:
+            for project in projects:
+                if not project.is_dir():
+                    continue
+                with os.scandir(project.path) as sessions:
+                    for session in sessions:
+                        if os.path.exists(os.path.join(session.path, self._log_name)):
+                            return
+                        other = os.path.join(session.path, self._other_name)
+                        if os.path.exists(other):
+                            raise self._encoding_error(Path(other))
+
+    # -- locating ---------------------------------------------------------------------------
+
+    def _locate(self, session_id: str) -> Path | None:
+        segment = session_segment(session_id)
+        found: list[Path] = []
+        try:
+            projects = os.scandir(self._root)
+        except FileNotFoundError:
+            return None
+        with projects:
+            for project in projects:
+                if not project.is_dir():
+                    continue
+                directory = Path(project.path) / segment
+                log = directory / self._log_name
+                if log.exists():
+                    found.append(log)
+                elif (directory / self._other_name).exists():
+                    raise self._encoding_error(directory / self._other_name)
+        if len(found) > 1:
+            raise SessionPersistenceCorruptionError(
+                session_id,
+                "duplicate JSONL session id appears in multiple project directories: "
+                + ", ".join(str(p) for p in found),
+                artifact=str(found[0]),
+            )
+        return found[0] if found else None
+
+    def _decoder(self, session_id: str, path: Path) -> HeaderDecoder:
+        def decode(line: bytes) -> tuple[SessionHeader, int]:
+            header, inherited = decode_stored_header(session_id, line, artifact=str(path))
+            expected = project_dir_name(header.cwd)
+            if path.parent.parent.name != expected:
+                raise SessionPersistenceCorruptionError(
+                    session_id,
+                    f"stored under project directory {path.parent.parent.name!r} but its cwd "
+                    f"maps to {expected!r}",
+                    artifact=str(path),
+                    line=1,
+                )
+            return header, inherited
+
+        return decode
+
+    def _damage(self, session_id: str, path: Path, damage: LogDamage) -> SessionPersistenceError:
+        return SessionPersistenceCorruptionError(
+            session_id, damage.reason, artifact=str(path), line=damage.line
+        )
+
+    def _load_for_read(self, session_id: str, path: Path) -> LoadedLog:
+        decode = self._decoder(session_id, path)
+        try:
+            return load_log(path, self._compression, decode)
+        except LogDamage as damage:
+            raise self._damage(session_id, path, damage) from damage
+
+    # -- service ----------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""``RootCatalog``: ``stat``/``list`` from headers and file metadata, never a log body."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from pathlib import Path
+from typing import Literal
+
+from dsh_persistence import SessionSnapshot
+from dsh_persistence_jsonl._layout import RootLayout
+from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
+from dsh_persistence_jsonl._scan import LogDamage
+from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_of
+from dsh_session import SessionFormatError, SessionHeader, decode_header_line
+
+_HEADER_MEMO = 65536
+
+
+class RootCatalog(RootLayout):
+    """Snapshots of stored sessions: the header (first line or frame), ``stat`` of the file and,
+    for plain logs, the last physical row (``event_count``)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        compression: Literal["none", "zstd"] = "none",
+        pack_chunks: bool = False,
+    ) -> None:
+        super().__init__(root, compression=compression, pack_chunks=pack_chunks)
+        self._headers: dict[bytes, SessionHeader] = {}  # decoded header lines, by their bytes
+
+    def _snapshot(
+        self, header: SessionHeader, path: str | Path, info: HeaderInfo
+    ) -> SessionSnapshot:
+        st = info.st
+        return SessionSnapshot(
+            header=header,
+            revision=revision_of(st),
+            event_count=info.event_count,
+            size_bytes=st.st_size,
+            updated_at=st.st_mtime_ns // 1_000_000,
+            plain_path=str(path) if self._compression == "none" else None,
+        )
+
+    def _stat_sync(self, session_id: str) -> SessionSnapshot | None:
+        path = self._locate(session_id)
+        if path is None:
+            return None
+        try:
+            info = read_header_info(path, self._compression)
+        except FileNotFoundError:
+            return None
+        except LogDamage as damage:
+            raise self._damage(session_id, path, damage) from damage
+        header, _ = self._decoder(session_id, path)(info.header_line)
+        return self._snapshot(header, path, info)
+
+    def _scan_root(self) -> builtins.list[SessionSnapshot]:
+        snapshots: builtins.list[SessionSnapshot] = []
+        try:
+            projects = os.scandir(self._root)
+        except FileNotFoundError:
+            return snapshots
+        with projects:
+            for project in projects:
+                if not project.is_dir():
+                    continue
+                with os.scandir(project.path) as sessions:
+                    for session in sessions:
+                        snapshot = self._scan_session(project.name, session.path, session.name)
+                        if snapshot is not None:
+                            snapshots.append(snapshot)
+        return snapshots
+
+    def _header_of(self, line: bytes) -> SessionHeader:
+        """``decode_header_line`` memoized on the line's bytes (a header line never changes)."""
+        header = self._headers.get(line)
+        if header is None:
+            header, _ = decode_header_line(line)
+            if len(self._headers) >= _HEADER_MEMO:
+                self._headers.clear()
+            self._headers[line] = header
+        return header
+
+    def _scan_session(self, project: str, directory: str, name: str) -> SessionSnapshot | None:
+        path = os.path.join(directory, self._log_name)
+        try:
+            info = read_header_info(path, self._compression)
+        except FileNotFoundError:
+            other = os.path.join(directory, self._other_name)
+            if os.path.exists(other):
+                raise self._encoding_error(Path(other)) from None
+            return None
+        except (LogDamage, NotADirectoryError):
+            return None
+        try:
+            header = self._header_of(info.header_line)
+        except SessionFormatError:
+            return None  # unreadable here; open() names the problem
+        if session_segment(header.id) != name or project_dir_name(header.cwd) != project:
+            return None
+        return self._snapshot(header, path, info)
