@@ -8,9 +8,9 @@ from typing import Any
 from pydantic_core import from_json as _from_json
 
 from dsh_session._errors import EventDecodeError
-from dsh_session._events import JsonObject, SessionEvent, SurfaceReplace, _Event, _new, _set_wire
+from dsh_session._events import JsonObject, SessionEvent, SurfaceReplace
 from dsh_session._json import JsonValue, dumps_canonical
-from dsh_session._shape import ENTRIES, OPAQUE_ENTRY, Check
+from dsh_session._shape import BUILDERS, OPAQUE_BUILD, Build
 
 
 def _refuse_constant(constant: str) -> Any:
@@ -27,27 +27,22 @@ def _parse_slow(line: bytes | str, first_error: ValueError) -> Any:
         raise EventDecodeError(f"not JSON ({first_error})") from None
 
 
-def _entry_of_unknown(wire: Any) -> tuple[type[_Event[Any]], Check]:
+def _build_of_unknown(wire: Any) -> Build:
     if type(wire) is not dict:
         raise EventDecodeError("an event line must be a JSON object")
     kind = wire.get("type")
     if type(kind) is not str:
         raise EventDecodeError(f"type must be a string, not {kind!r:.40}")
-    return OPAQUE_ENTRY
+    return OPAQUE_BUILD
 
 
 def wrap_wire(wire: Any) -> SessionEvent:
     """Check a parsed event object and wrap it (not copied) in its event class."""
     try:
-        cls, check = ENTRIES[wire["type"]]
+        build = BUILDERS[wire["type"]]
     except (KeyError, TypeError):
-        cls, check = _entry_of_unknown(wire)
-    problem = check(wire)
-    if problem is not None:
-        raise EventDecodeError(f"{wire['type']}: {problem}")
-    event = _new(cls)
-    _set_wire(event, wire)
-    return event  # type: ignore[return-value]
+        build = _build_of_unknown(wire)
+    return build(wire)  # type: ignore[no-any-return]
 
 
 def decode_event(line: bytes | str) -> SessionEvent:
@@ -63,15 +58,10 @@ def decode_event(line: bytes | str) -> SessionEvent:
     except ValueError as exc:
         wire = _parse_slow(line, exc)
     try:
-        cls, check = ENTRIES[wire["type"]]
+        build = BUILDERS[wire["type"]]
     except (KeyError, TypeError):
-        cls, check = _entry_of_unknown(wire)
-    problem = check(wire)
-    if problem is not None:
-        raise EventDecodeError(f"{wire['type']}: {problem}")
-    event = _new(cls)
-    _set_wire(event, wire)
-    return event  # type: ignore[return-value]
+        build = _build_of_unknown(wire)
+    return build(wire)  # type: ignore[no-any-return]
 
 
 def encode_event(event: SessionEvent) -> bytes:

@@ -1,8 +1,8 @@
 """Shape checks of event wire dicts: the envelope of reference §1.3 and each core type's data.
 
 Reading is the hot path of every backend, so a line is parsed once by ``pydantic_core.from_json``
-(which caches short strings and keeps key order) and the dict is checked here by a small
-straight-line function per event type, generated once from the ``TypedDict`` shapes of
+(which caches short strings and keeps key order) and the dict is checked, then wrapped, by a
+small straight-line function per event type, generated once from the ``TypedDict`` shapes of
 :mod:`dsh_session._events` (the way ``dataclasses`` generates ``__init__``). Measured against
 validating through a pydantic union, this is what keeps decoding near the raw parse speed. The
 dict is then wrapped, not copied, so a line re-encodes byte for byte.
@@ -18,6 +18,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from dsh_session._errors import EventDecodeError
 from dsh_session._events import (
     CORE_EVENT_CLASSES,
     DATA_SHAPES,
@@ -26,10 +27,14 @@ from dsh_session._events import (
     JsonObject,
     OpaqueEvent,
     _Event,
+    _new,
+    _set_wire,
 )
 from dsh_session._json import MAX_SAFE_INTEGER
 
-Check = Callable[[JsonObject], "str | None"]
+Build = Callable[[JsonObject], Any]
+"""A generated function: checks one event type's wire dict and wraps it in its event class
+(raises :class:`EventDecodeError` naming the problem)."""
 
 _KINDS: dict[Any, str | None] = {
     int: "int",
@@ -75,7 +80,7 @@ def _source(
     Most lines have exactly the four required envelope keys, so that case skips the key-set and
     optional-key tests; problems are worded by :func:`_explain` on the (rare) failing path.
     """
-    lines = ["def check(w):"]
+    lines = ["def build(w):"]
     if surface:  # the common shapes: + surfaceOp 'append' (+ a sourceEventSeqs array)
         lines += [
             "    n = len(w)",
@@ -94,50 +99,56 @@ def _source(
         ]
     lines += [
         "        if not w.keys() <= KEYS:",
-        "            return f'unexpected envelope key(s) {sorted(w.keys() - KEYS)}'",
+        "            raise bad(w, f'unexpected envelope key(s) {sorted(w.keys() - KEYS)}')",
         "        if 'ignorable' in w and type(w['ignorable']) is not bool:",
-        "            return 'ignorable must be a boolean'",
+        "            raise bad(w, 'ignorable must be a boolean')",
     ]
     if surface is not False:
         lines += [
             "        if 'sourceEventSeqs' in w and type(w['sourceEventSeqs']) is not list:",
-            "            return 'sourceEventSeqs must be an array of seqs'",
+            "            raise bad(w, 'sourceEventSeqs must be an array of seqs')",
             "        v = w.get('surfaceOp', MISSING)",
             "        if v is not MISSING:",
             "            problem = surface_op_problem(v)",
             "            if problem is not None:",
-            "                return problem",
+            "                raise bad(w, problem)",
         ]
         if surface:
-            lines += ["        else:", f"            return 'a {name} event must carry surfaceOp'"]
+            lines += [
+                "        else:",
+                f"            raise bad(w, 'a {name} event must carry surfaceOp')",
+            ]
     lines += [
         "    v = w.get('seq')",
         "    if type(v) is not int or not 0 <= v <= MAX:",
-        "        return f'seq must be a non-negative safe integer, not {v!r:.40}'",
+        "        raise bad(w, f'seq must be a non-negative safe integer, not {v!r:.40}')",
         "    v = w.get('time')",
         "    if type(v) is not int or not -MAX <= v <= MAX:",
-        "        return f'time must be a safe integer, not {v!r:.40}'",
+        "        raise bad(w, f'time must be a safe integer, not {v!r:.40}')",
         "    d = w.get('data', MISSING)",
         "    if d is MISSING:",
-        "        return 'data is missing'",
+        "        raise bad(w, 'data is missing')",
     ]
     if fields is not None:
-        lines += ["    if type(d) is not dict:", "        return 'data must be an object'"]
+        lines += ["    if type(d) is not dict:", "        raise bad(w, 'data must be an object')"]
         for key, kind, required in fields:
             if required and kind is not None:
                 lines += [
                     f"    if type(d.get({key!r})) is not {kind}:",
-                    f"        return explain(d, {key!r}, {kind!r})",
+                    f"        raise bad(w, explain(d, {key!r}, {kind!r}))",
                 ]
             elif required:
-                lines += [f"    if {key!r} not in d:", f"        return 'data.{key} is missing'"]
+                lines += [
+                    f"    if {key!r} not in d:",
+                    f"        raise bad(w, 'data.{key} is missing')",
+                ]
             elif kind is not None:
                 lines += [
                     f"    v = d.get({key!r}, MISSING)",
                     f"    if v is not MISSING and type(v) is not {kind}:",
-                    f"        return explain(d, {key!r}, {kind!r})",
+                    f"        raise bad(w, explain(d, {key!r}, {kind!r}))",
                 ]
-    lines.append("    return None")
+    lines += ["    event = new(CLS)", "    set_wire(event, w)", "    return event"]
     return "\n".join(lines)
 
 
@@ -147,30 +158,41 @@ def _explain(data: JsonObject, key: str, kind: str) -> str:
     return f"data.{key} must be {_KIND_WORDS.get(kind, 'an array')}, not {data[key]!r:.40}"
 
 
+def _bad(wire: JsonObject, problem: str) -> EventDecodeError:
+    return EventDecodeError(f"{wire['type']}: {problem}")
+
+
 def _compile(
-    name: str, surface: bool | None, fields: list[tuple[str, str | None, bool]] | None
-) -> Check:
+    cls: type[_Event[Any]],
+    name: str,
+    surface: bool | None,
+    fields: list[tuple[str, str | None, bool]] | None,
+) -> Build:
     namespace: dict[str, Any] = {
         "KEYS": _SURFACE_KEYS if surface is not False else _BASE_KEYS,
         "MAX": MAX_SAFE_INTEGER,
         "MISSING": _MISSING,
+        "CLS": cls,
+        "new": _new,
+        "set_wire": _set_wire,
+        "bad": _bad,
         "surface_op_problem": surface_op_problem,
         "explain": _explain,
     }
     exec(_source(name, surface, fields), namespace)  # generated from our own shapes
-    return namespace["check"]  # type: ignore[no-any-return]
+    return namespace["build"]  # type: ignore[no-any-return]
 
 
-def _core_entry(cls: type[_Event[Any]]) -> tuple[type[_Event[Any]], Check]:
+def _core_build(cls: type[_Event[Any]]) -> Build:
     name = cls.event_type
     assert name is not None
-    return cls, _compile(name, name in SURFACE_EVENT_TYPES, _data_fields(DATA_SHAPES[name]))
+    fields = _data_fields(DATA_SHAPES[name])
+    return _compile(cls, name, name in SURFACE_EVENT_TYPES, fields)
 
 
-OPAQUE_ENTRY: tuple[type[_Event[Any]], Check] = (OpaqueEvent, _compile("opaque", None, None))
+OPAQUE_BUILD: Build = _compile(OpaqueEvent, "opaque", None, None)
 """How plugin and unknown types are checked and wrapped (data is any JSON value)."""
 
-ENTRIES: dict[str, tuple[type[_Event[Any]], Check]] = {
-    str(cls.event_type): _core_entry(cls) for cls in CORE_EVENT_CLASSES
-}
-ENTRIES.update(dict.fromkeys(PLUGIN_EVENT_TYPES, OPAQUE_ENTRY))
+BUILDERS: dict[str, Build] = {str(cls.event_type): _core_build(cls) for cls in CORE_EVENT_CLASSES}
+"""Event type → its generated check-and-wrap function (plugin types → :data:`OPAQUE_BUILD`)."""
+BUILDERS.update(dict.fromkeys(PLUGIN_EVENT_TYPES, OPAQUE_BUILD))
