@@ -112,6 +112,17 @@ async def test_stat_decompresses_only_the_header_frame(tmp_path: Path, mk: Any) 
     await store.aclose()
 
 
+async def test_stat_and_list_ignore_garbage_after_the_header_frame(tmp_path: Path, mk: Any) -> None:
+    store, path = await _written(tmp_path, mk)
+    path.write_bytes(path.read_bytes() + b"garbage that is no zstd frame")
+    snap = await store.stat("s-1")
+    assert snap is not None
+    assert [s.header.id for s in await store.list()] == ["s-1"]
+    with pytest.raises(SessionPersistenceCorruptionError, match="magic"):
+        await store.open("s-1", "read")
+    await store.aclose()
+
+
 async def test_zstd_log_is_smaller_than_plain_for_repetitive_turns(tmp_path: Path, mk: Any) -> None:
     plain = JsonlPersistence(tmp_path / "plain")
     packed = JsonlPersistence(tmp_path / "zstd", compression="zstd")

@@ -67,9 +67,11 @@ def load_plain(
     return header, inherited, header_line, header_end, body
 
 
-def _header_frame(data: bytes) -> tuple[bytes, int, list[tuple[int, int]], int | None]:
+def _header_frame(
+    data: bytes, *, only_header: bool = False
+) -> tuple[bytes, int, list[tuple[int, int]], int | None]:
     try:
-        scan = scan_frames(data)
+        scan = scan_frames(data, max_frames=1 if only_header else None)
     except FrameError as exc:
         raise LogDamage(None, str(exc)) from exc
     if not scan.frames:
@@ -223,7 +225,7 @@ def read_header_info(path: str | Path, compression: Compression) -> HeaderInfo:
             return HeaderInfo(header_line, st, count)
         while True:
             try:
-                header_line, _end, _frames, _torn = _header_frame(head)
+                header_line, _end, _frames, _torn = _header_frame(head, only_header=True)
                 break
             except LogDamage:
                 if len(head) >= st.st_size:

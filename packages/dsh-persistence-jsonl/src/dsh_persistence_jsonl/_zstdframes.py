@@ -46,8 +46,13 @@ def compress_frame(plaintext: bytes) -> bytes:
     return compressor.compress(plaintext)
 
 
-def scan_frames(data: bytes | memoryview, base: int = 0) -> FrameScan:
-    """Find the complete frames of ``data`` (a concatenation of frames); ``base`` offsets spans."""
+def scan_frames(
+    data: bytes | memoryview, base: int = 0, *, max_frames: int | None = None
+) -> FrameScan:
+    """Find the complete frames of ``data`` (a concatenation of frames); ``base`` offsets spans.
+
+    With ``max_frames``, stop after that many complete frames (the rest is not looked at).
+    """
     frames: list[tuple[int, int]] = []
     view = memoryview(data)
     size = len(view)
@@ -87,6 +92,8 @@ def scan_frames(data: bytes | memoryview, base: int = 0) -> FrameScan:
         if pos > size:
             return FrameScan(frames, base + start)
         frames.append((base + start, base + pos))
+        if max_frames is not None and len(frames) >= max_frames:
+            break
     return FrameScan(frames, None)
 
 
