@@ -291,3 +291,29 @@ def test_an_unknown_type_with_surface_fields_decodes_but_a_session_refuses_it() 
     with pytest.raises(SessionValidationError) as info:
         Session(HEADER, [event])
     assert info.value.code == "ENVELOPE"
+
+
+def test_surface_predicates_tell_append_from_replacement(build: Any) -> None:
+    from dsh_session import (
+        is_append_surface_event,
+        is_replacement_surface_event,
+        is_surface_event,
+    )
+
+    session = _with_nodes(build, 1)
+    replaced = session.append(
+        "user/message", build.user_message(), surface_op=SurfaceReplace(0, 0), source_event_seqs=[0]
+    )
+    log_only = session.append("turn/start", {"turn": 1})
+    appended = session.events[0]
+    assert [is_surface_event(e) for e in (appended, replaced, log_only)] == [True, True, False]
+    assert [is_append_surface_event(e) for e in (appended, replaced, log_only)] == [
+        True,
+        False,
+        False,
+    ]
+    assert [is_replacement_surface_event(e) for e in (appended, replaced, log_only)] == [
+        False,
+        True,
+        False,
+    ]

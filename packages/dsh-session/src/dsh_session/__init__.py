@@ -78,7 +78,14 @@ from dsh_session._repair import (
 )
 from dsh_session._request_header import AdapterDefaults, EpochHeader, fold_request_header
 from dsh_session._session import EventsView, Session, Subscription
-from dsh_session._surface import Replacement, SurfaceFold, fold_surface
+from dsh_session._surface import (
+    Replacement,
+    SurfaceFold,
+    fold_surface,
+    is_append_surface_event,
+    is_replacement_surface_event,
+    is_surface_event,
+)
 
 __all__ = [
     "CORE_EVENT_TYPES",
@@ -150,8 +157,11 @@ __all__ = [
     "fold_surface",
     "fork_seed",
     "interrupted_turn_closers",
+    "is_append_surface_event",
     "is_known_event_type",
     "is_lossless_json",
+    "is_replacement_surface_event",
+    "is_surface_event",
     "js_number",
     "lossless_json_snapshot",
     "make_event",

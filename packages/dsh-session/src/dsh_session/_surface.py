@@ -63,6 +63,23 @@ class SurfaceState:
         return shadowed
 
 
+def is_surface_event(event: SessionEvent) -> bool:
+    """Whether ``event`` is of a surface type (``user/message``, ``assistant/message``,
+    ``tool/result``)."""
+    return event.type in SURFACE_EVENT_TYPES
+
+
+def is_append_surface_event(event: SessionEvent) -> bool:
+    """A surface event that appended a node (what a human transcript shows: a replacement would
+    hide text the user already saw)."""
+    return event.type in SURFACE_EVENT_TYPES and event.to_wire().get("surfaceOp") == "append"
+
+
+def is_replacement_surface_event(event: SessionEvent) -> bool:
+    """A surface event that replaced a range of nodes (``{op:'replace', start, end}``)."""
+    return event.type in SURFACE_EVENT_TYPES and isinstance(event.surface_op, SurfaceReplace)
+
+
 def _refuse(event: SessionEvent, message: str) -> SessionValidationError:
     return SessionValidationError(message, code="SURFACE", seq=event.seq)
 
