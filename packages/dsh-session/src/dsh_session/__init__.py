@@ -6,6 +6,20 @@ re-encodes to the same bytes. Import everything from the package root.
 
 from dsh_session._chunks import ROW_TYPES, decode_row, encode_rows, row_last_seq
 from dsh_session._codec import decode_event, encode_event, make_event
+from dsh_session._data import (
+    AssistantChunkData,
+    AssistantMessageData,
+    FreeData,
+    RequestContextData,
+    RequestHeaderData,
+    SessionTitleData,
+    StepData,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    TurnStartData,
+    UserMessageData,
+)
 from dsh_session._derive import project_message
 from dsh_session._errors import (
     ChunkRowError,
@@ -18,41 +32,25 @@ from dsh_session._errors import (
     UnsupportedFormatVersionError,
 )
 from dsh_session._events import (
-    CORE_EVENT_TYPES,
-    PLUGIN_EVENT_TYPES,
-    SURFACE_EVENT_TYPES,
-    AssistantChunkData,
     AssistantChunkEvent,
-    AssistantMessageData,
     AssistantMessageEvent,
-    FreeData,
     HookInvokedEvent,
     HookResultEvent,
     OpaqueEvent,
-    RequestContextData,
     RequestContextEvent,
-    RequestHeaderData,
     RequestHeaderEvent,
     SessionEndSeedEvent,
     SessionEvent,
-    SessionTitleData,
     SessionTitleEvent,
-    StepData,
     StepEndEvent,
     StepStartEvent,
     SurfaceOp,
     SurfaceReplace,
-    ToolCallData,
     ToolCallEvent,
-    ToolResultData,
     ToolResultEvent,
-    TurnEndData,
     TurnEndEvent,
-    TurnStartData,
     TurnStartEvent,
-    UserMessageData,
     UserMessageEvent,
-    is_known_event_type,
 )
 from dsh_session._fork import fork_seed
 from dsh_session._header import (
@@ -85,6 +83,12 @@ from dsh_session._surface import (
     is_append_surface_event,
     is_replacement_surface_event,
     is_surface_event,
+)
+from dsh_session._vocabulary import (
+    CORE_EVENT_TYPES,
+    PLUGIN_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
+    is_known_event_type,
 )
 
 __all__ = [

@@ -16,8 +16,17 @@ from pydantic_core import from_json
 
 from dsh_session._codec import _parse_slow, encode_event, wrap_wire
 from dsh_session._errors import ChunkRowError, EventDecodeError
-from dsh_session._events import AssistantChunkEvent, JsonObject, SessionEvent, _new, _set_wire
-from dsh_session._json import MAX_SAFE_INTEGER, dumps_canonical
+from dsh_session._events import (
+    AssistantChunkEvent,
+    SessionEvent,
+    _new,
+    _set_wire,
+)
+from dsh_session._json import (
+    MAX_SAFE_INTEGER,
+    JsonObject,
+    dumps_canonical,
+)
 from dsh_session._shape import BUILDERS
 
 ROW_TYPES: dict[str, str] = {

@@ -8,8 +8,15 @@ from typing import Any
 from pydantic_core import from_json as _from_json
 
 from dsh_session._errors import EventDecodeError
-from dsh_session._events import JsonObject, SessionEvent, SurfaceReplace
-from dsh_session._json import JsonValue, dumps_canonical
+from dsh_session._events import (
+    SessionEvent,
+    SurfaceReplace,
+)
+from dsh_session._json import (
+    JsonObject,
+    JsonValue,
+    dumps_canonical,
+)
 from dsh_session._shape import BUILDERS, OPAQUE_BUILD, Build
 
 

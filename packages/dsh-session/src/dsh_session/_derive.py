@@ -6,7 +6,12 @@ from pydantic import ValidationError
 
 from dsh_llm import AssistantMessage, Message, ToolResultMessage, UserMessage
 from dsh_session._errors import SessionValidationError
-from dsh_session._events import JsonObject, SessionEvent
+from dsh_session._events import (
+    SessionEvent,
+)
+from dsh_session._json import (
+    JsonObject,
+)
 
 
 def _assistant(data: JsonObject) -> AssistantMessage | None:

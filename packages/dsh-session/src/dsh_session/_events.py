@@ -10,189 +10,23 @@ line re-encodes byte for byte. The wire dict is shared: treat ``data`` as read-o
 """
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Literal, NoReturn, NotRequired, TypedDict, TypeVar
+from typing import Any, ClassVar, Generic, Literal, NoReturn, TypeVar
 
-from dsh_session._json import JsonValue
-
-JsonObject = dict[str, Any]
-
-CORE_EVENT_TYPES: frozenset[str] = frozenset(
-    {
-        "turn/start",
-        "turn/end",
-        "step/start",
-        "step/end",
-        "user/message",
-        "assistant/chunk",
-        "assistant/message",
-        "tool/call",
-        "tool/result",
-        "request/header",
-        "request/context",
-        "session/end-seed",
-        "session/title",
-        "hook/invoked",
-        "hook/result",
-    }
+from dsh_session._data import (
+    AssistantChunkData,
+    AssistantMessageData,
+    FreeData,
+    RequestContextData,
+    RequestHeaderData,
+    SessionTitleData,
+    StepData,
+    ToolCallData,
+    ToolResultData,
+    TurnEndData,
+    TurnStartData,
+    UserMessageData,
 )
-"""The core event types of format v0 (DESIGN §4): each has a typed event class."""
-
-PLUGIN_EVENT_TYPES: frozenset[str] = frozenset(
-    {
-        "agent/inbox/spliced",
-        "agent-preset/selected",
-        "approval/asked",
-        "approval/decided",
-        "approval/policy",
-        "command/run",
-        "command/done",
-        "compaction/start",
-        "compaction/end",
-        "compaction/summary",
-        "compaction/prune",
-        "feedback/record",
-        "goal/change",
-        "llm/retry",
-        "llm/retry-started",
-        "permission/preset",
-        "plan/mode",
-        "sandbox/mode",
-        "schedule/change",
-        "session/title-llm-request",
-        "subagent/descriptor",
-        "team/member",
-        "team/task",
-        "team/message/queued",
-        "team/message/delivered",
-        "todo/write",
-        "tool/code-dispatch-start",
-        "tool/code-dispatch",
-        "tool-workflow/run-start",
-        "tool-workflow/run-end",
-        "tool-workflow/agent-start",
-        "tool-workflow/agent-end",
-        "web/deepseek-search-llm-request",
-    }
-)
-"""The plugin event types the TypeScript harness writes (reference §1.4): known, kept opaque."""
-
-SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
-    {"user/message", "assistant/message", "tool/result"}
-)
-"""The surface-eligible types of format v0: they carry ``surfaceOp``."""
-
-
-def is_known_event_type(type: str) -> bool:
-    """Whether ``type`` is a core or plugin event type of format v0 (anything else is unknown)."""
-    return type in CORE_EVENT_TYPES or type in PLUGIN_EVENT_TYPES
-
-
-# --- data shapes (keys are wire keys; declared in the order the TypeScript writer uses) --------
-
-
-class TurnStartData(TypedDict):
-    """``turn/start``: opens turn ``turn``; ``trigger`` says what started it."""
-
-    turn: int
-    trigger: NotRequired[JsonObject]
-
-
-class TurnEndData(TypedDict):
-    """``turn/end``: closes turn ``turn``; ``reason`` is ``{kind, ...}``."""
-
-    turn: int
-    reason: JsonObject
-
-
-class StepData(TypedDict):
-    """``step/start`` and ``step/end``: one model call and the tools it asked for."""
-
-    turn: int
-    step: int
-
-
-class UserMessageData(TypedDict):
-    """``user/message``: ``{content, source}`` (some writers add ``role`` and ``id``)."""
-
-    content: list[Any]
-    source: NotRequired[JsonObject]
-    role: NotRequired[str]
-    id: NotRequired[str]
-
-
-class AssistantChunkData(TypedDict):
-    """``assistant/chunk``: one raw stream chunk of a step (log-only)."""
-
-    turn: int
-    step: int
-    chunk: JsonObject
-
-
-class AssistantMessageData(TypedDict):
-    """``assistant/message``: ``{turn, step, content, provenance, usage}`` or the other written
-    shape ``{turn, step, message, usage}``; ``interrupted`` marks a prefix finalized on cancel."""
-
-    turn: int
-    step: int
-    content: NotRequired[list[Any]]
-    provenance: NotRequired[JsonObject]
-    message: NotRequired[JsonObject]
-    usage: NotRequired[JsonObject]
-    interrupted: NotRequired[bool]
-
-
-class ToolCallData(TypedDict):
-    """``tool/call``: the call was dispatched; ``arguments`` is the raw JSON string."""
-
-    turn: int
-    step: int
-    callId: str
-    name: str
-    arguments: str
-
-
-class ToolResultData(TypedDict):
-    """``tool/result``: ``{turn, step, callId, content, isError}`` or the other written shape
-    ``{turn, step, message}``; crash-repair closers add ``error{name, code}``."""
-
-    turn: int
-    step: int
-    callId: NotRequired[str]
-    content: NotRequired[list[Any]]
-    isError: NotRequired[bool]
-    message: NotRequired[JsonObject]
-    error: NotRequired[JsonObject]
-    meta: NotRequired[Any]
-
-
-class RequestHeaderData(TypedDict):
-    """``request/header``: the request's non-history half and why it was logged."""
-
-    header: JsonObject
-    reason: str
-
-
-class RequestContextData(TypedDict):
-    """``request/context``: route metadata, logged when it changes."""
-
-    provider: str
-    model: str
-    contextWindow: NotRequired[int]
-
-
-class SessionTitleData(TypedDict):
-    """``session/title``: the latest one is the session's title."""
-
-    title: str
-    messageSeqs: NotRequired[list[Any]]
-    source: NotRequired[JsonObject]
-
-
-class FreeData(TypedDict):
-    """Data of core events whose inner shape the session model does not read (any keys)."""
-
-
-# --- the envelope -----------------------------------------------------------------------------
+from dsh_session._json import JsonObject, JsonValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,21 +276,3 @@ CORE_EVENT_CLASSES: tuple[type[_Event[Any]], ...] = (
     HookInvokedEvent,
     HookResultEvent,
 )
-
-DATA_SHAPES: dict[str, type] = {
-    "turn/start": TurnStartData,
-    "turn/end": TurnEndData,
-    "step/start": StepData,
-    "step/end": StepData,
-    "user/message": UserMessageData,
-    "assistant/chunk": AssistantChunkData,
-    "assistant/message": AssistantMessageData,
-    "tool/call": ToolCallData,
-    "tool/result": ToolResultData,
-    "request/header": RequestHeaderData,
-    "request/context": RequestContextData,
-    "session/end-seed": FreeData,
-    "session/title": SessionTitleData,
-    "hook/invoked": FreeData,
-    "hook/result": FreeData,
-}

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 
 from dsh_session._codec import make_event
 from dsh_session._errors import SessionForkError
-from dsh_session._events import SessionEvent
+from dsh_session._events import (
+    SessionEvent,
+)
 from dsh_session._json import MAX_SAFE_INTEGER
 
 

@@ -21,6 +21,9 @@ from dsh_session._errors import LosslessJsonError
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 """A JSON value as Python holds it: ``None``, ``bool``, ``int``, ``float``, ``str``, list, dict."""
 
+JsonObject: TypeAlias = dict[str, Any]
+"""A JSON object as Python holds it (keys in insertion order)."""
+
 MAX_SAFE_INTEGER = 2**53 - 1
 """The largest integer JavaScript (and so the TypeScript harness) holds exactly."""
 

@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from dsh_session._codec import make_event
-from dsh_session._events import JsonObject, SessionEvent
+from dsh_session._events import (
+    SessionEvent,
+)
+from dsh_session._json import (
+    JsonObject,
+)
 
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
 """Closer code: the call was recorded as started (``tool/call``) but has no durable result."""

@@ -15,8 +15,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dsh_session._errors import SessionValidationError
-from dsh_session._events import JsonObject, SessionEvent
-from dsh_session._json import dumps_canonical
+from dsh_session._events import (
+    SessionEvent,
+)
+from dsh_session._json import (
+    JsonObject,
+    dumps_canonical,
+)
 
 HEADER_REASONS = frozenset({"initial", "resume", "change"})
 """Why a header was logged: the log's first, a new loop instance's first, or a changed one."""

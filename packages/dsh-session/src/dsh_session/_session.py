@@ -12,17 +12,22 @@ from dsh_session._codec import make_event
 from dsh_session._derive import project_message
 from dsh_session._errors import EventDecodeError, LosslessJsonError, SessionValidationError
 from dsh_session._events import (
-    SURFACE_EVENT_TYPES,
-    JsonObject,
     SessionEvent,
     SurfaceReplace,
     _Event,
 )
 from dsh_session._fork import fork_seed
 from dsh_session._header import SessionHeader, _check_cut
-from dsh_session._json import JsonValue, _check
+from dsh_session._json import (
+    JsonObject,
+    JsonValue,
+    _check,
+)
 from dsh_session._request_header import EpochHeader, header_of_event
 from dsh_session._surface import SurfacePlan, SurfaceState, plan_surface
+from dsh_session._vocabulary import (
+    SURFACE_EVENT_TYPES,
+)
 
 _log = logging.getLogger("dsh_session")
 

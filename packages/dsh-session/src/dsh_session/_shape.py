@@ -18,19 +18,25 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from dsh_session._data import (
+    DATA_SHAPES,
+)
 from dsh_session._errors import EventDecodeError
 from dsh_session._events import (
     CORE_EVENT_CLASSES,
-    DATA_SHAPES,
-    PLUGIN_EVENT_TYPES,
-    SURFACE_EVENT_TYPES,
-    JsonObject,
     OpaqueEvent,
     _Event,
     _new,
     _set_wire,
 )
-from dsh_session._json import MAX_SAFE_INTEGER
+from dsh_session._json import (
+    MAX_SAFE_INTEGER,
+    JsonObject,
+)
+from dsh_session._vocabulary import (
+    PLUGIN_EVENT_TYPES,
+    SURFACE_EVENT_TYPES,
+)
 
 Build = Callable[[JsonObject], Any]
 """A generated function: checks one event type's wire dict and wraps it in its event class

@@ -12,8 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_session._errors import SessionValidationError
-from dsh_session._events import SURFACE_EVENT_TYPES, JsonObject, SessionEvent, SurfaceReplace
-from dsh_session._json import MAX_SAFE_INTEGER
+from dsh_session._events import (
+    SessionEvent,
+    SurfaceReplace,
+)
+from dsh_session._json import (
+    MAX_SAFE_INTEGER,
+    JsonObject,
+)
+from dsh_session._vocabulary import (
+    SURFACE_EVENT_TYPES,
+)
 
 
 @dataclass(frozen=True, slots=True)

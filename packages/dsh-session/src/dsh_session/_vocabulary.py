@@ -1,0 +1,73 @@
+"""The event type vocabulary of format v0 (reference §1.4, DESIGN §4): core, plugin, surface."""
+
+from __future__ import annotations
+
+CORE_EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "user/message",
+        "assistant/chunk",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        "request/header",
+        "request/context",
+        "session/end-seed",
+        "session/title",
+        "hook/invoked",
+        "hook/result",
+    }
+)
+"""The core event types of format v0 (DESIGN §4): each has a typed event class."""
+
+PLUGIN_EVENT_TYPES: frozenset[str] = frozenset(
+    {
+        "agent/inbox/spliced",
+        "agent-preset/selected",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "command/run",
+        "command/done",
+        "compaction/start",
+        "compaction/end",
+        "compaction/summary",
+        "compaction/prune",
+        "feedback/record",
+        "goal/change",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "sandbox/mode",
+        "schedule/change",
+        "session/title-llm-request",
+        "subagent/descriptor",
+        "team/member",
+        "team/task",
+        "team/message/queued",
+        "team/message/delivered",
+        "todo/write",
+        "tool/code-dispatch-start",
+        "tool/code-dispatch",
+        "tool-workflow/run-start",
+        "tool-workflow/run-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/agent-end",
+        "web/deepseek-search-llm-request",
+    }
+)
+"""The plugin event types the TypeScript harness writes (reference §1.4): known, kept opaque."""
+
+SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
+    {"user/message", "assistant/message", "tool/result"}
+)
+"""The surface-eligible types of format v0: they carry ``surfaceOp``."""
+
+
+def is_known_event_type(type: str) -> bool:
+    """Whether ``type`` is a core or plugin event type of format v0 (anything else is unknown)."""
+    return type in CORE_EVENT_TYPES or type in PLUGIN_EVENT_TYPES
