@@ -7,7 +7,6 @@ import builtins
 import itertools
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +21,7 @@ from dsh_persistence import (
 from dsh_persistence_sqlite._handle import Access, SqliteSessionHandle
 from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
 from dsh_persistence_sqlite._store import Store
+from dsh_persistence_sqlite._worker import DatabaseThread
 from dsh_session import SessionHeader
 
 T = TypeVar("T")
@@ -80,7 +80,7 @@ class SqlitePersistence:
         self._pack = pack_chunks
         self._lock_dir = lock_dir_for(self._path)
         self._store = Store(self._path, busy_timeout_ms=busy_timeout_ms, compression=compression)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsh-sqlite")
+        self._thread = DatabaseThread(f"dsh-sqlite:{self._path.name}")
         self._pending: dict[str, SqliteSessionHandle] = {}
         self._pending_tokens: dict[str, int] = {}
         self._writers: dict[str, SqliteSessionHandle | None] = {}
@@ -112,7 +112,7 @@ class SqlitePersistence:
 
     def _submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
         """Run ``fn(*args)`` on this instance's database thread, in call order."""
-        return asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        return self._thread.submit(fn, *args)
 
     async def _claim(self, fn: Callable[..., T], *args: Any) -> T:
         """``_submit`` for work that acquires a lock: a cancelled caller does not leak it."""
@@ -302,7 +302,7 @@ class SqlitePersistence:
         try:
             await self._submit(self._store.close)
         finally:
-            self._executor.shutdown(wait=False)
+            self._thread.stop()
         errors = [r for r in results if isinstance(r, Exception)]
         if errors:
             raise ExceptionGroup(f"closing {len(errors)} handle(s) failed", errors)
