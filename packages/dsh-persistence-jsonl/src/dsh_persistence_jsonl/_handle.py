@@ -149,6 +149,8 @@ class JsonlSessionHandle:
             self._events.extend(events)
 
     def _write(self, payload: bytes) -> None:
+        # One batch into the page cache runs inline: cheaper than a thread hop (bench_jsonl);
+        # the fsync that can stall on a busy disk runs in a worker thread (``_sync``).
         fd = self._fd
         assert fd is not None
         if self._truncate_to is not None:
