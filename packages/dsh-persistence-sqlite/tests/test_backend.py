@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,37 @@ async def test_operations_after_aclose_raise(make_store: Factory, mk: Any) -> No
     await store.aclose()
     with pytest.raises(RuntimeError, match="closed"):
         await store.list()
+
+
+async def test_an_append_cancelled_before_it_starts_stores_nothing(
+    make_store: Factory, mk: Any
+) -> None:
+    store = make_store()
+    async with await store.create(mk.header("s")) as handle:
+        await handle.append(mk.one_turn())
+        gate = threading.Event()
+        busy = store._submit(gate.wait)  # the database thread is busy until the gate opens
+        cancelled = asyncio.ensure_future(handle.append(mk.one_turn(6, 2)))
+        await asyncio.sleep(0)
+        cancelled.cancel()
+        gate.set()
+        await busy
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        assert [e.seq for e in await handle.read()] == list(range(6))
+        await handle.append(mk.one_turn(6, 2))
+        assert [e.seq for e in await handle.read()] == list(range(12))
+    await store.aclose()
+
+
+async def test_stored_lines_are_json_text_that_sql_can_query(
+    make_store: Factory, mk: Any, db_path: Path
+) -> None:
+    await _stored(make_store, mk, turns=1)
+    rows = _execute(
+        db_path,
+        "SELECT seq, json_extract(line, '$.type'), type FROM events WHERE compressed = 0 "
+        "ORDER BY seq",
+    )
+    assert [(seq, kind) for seq, kind, _ in rows] == [(e.seq, e.type) for e in mk.one_turn()]
+    assert all(kind == column for _, kind, column in rows)

@@ -1,9 +1,9 @@
 """The instance's database thread: runs submitted calls one at a time, in submission order.
 
 Lighter than ``run_in_executor`` (one queue put, one ``call_soon_threadsafe`` back), which
-matters because every append crosses it once. A call whose awaiting caller was cancelled still
-runs (its effects are then those of a completed call), so the thread's state never diverges from
-the database.
+matters because every append crosses it once. A call whose caller was cancelled before it started
+is skipped; one already running completes (its effects are those of a completed call), so the
+handles' state never diverges from the database.
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ class DatabaseThread:
             if job is None:
                 return
             loop, future, fn, args = job
+            if future.cancelled():  # its caller gave up before it started: nothing happens
+                del job, future
+                continue
             result: Any = None
             error: BaseException | None = None
             try:
