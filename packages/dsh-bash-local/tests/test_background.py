@@ -72,8 +72,8 @@ executor = LocalBashExecutor()
 
 async def start() -> None:
     request = ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=sys.argv[1])
-    executor.start(executor.resolve(request))
-    while not Path(sys.argv[1], "pid").exists():
+    process = executor.start(executor.resolve(request))
+    while process.pgid is None or not Path(sys.argv[1], "pid").exists():
         await asyncio.sleep(0.01)
 
 loop = asyncio.new_event_loop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -15,6 +16,21 @@ from dsh_shell import (
     ShellWorkdirError,
     render_result,
 )
+
+
+def _recorded_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in (b"Z", b"X")
 
 
 async def test_stdout_max_bytes_raises_only_the_stdout_budget(executor: LocalBashExecutor) -> None:
@@ -98,3 +114,28 @@ async def test_the_shell_is_non_login_and_non_interactive(executor: LocalBashExe
     result = await executor.run(executor.resolve(request))
     assert "login" not in result.stdout.text
     assert "i" not in result.stdout.text.removeprefix("flags=")
+
+
+async def test_a_cancellation_while_spawning_still_reports_aborted(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    spec = executor.resolve(ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=tmp_path))
+    task = asyncio.ensure_future(executor.run(spec))
+    await asyncio.sleep(0)  # run() is now inside the spawn
+    task.cancel()
+    result = await task
+    assert (result.aborted, result.timed_out) == (True, False)
+    assert result.exit_code is None
+
+
+async def test_a_cancellation_while_spawning_leaves_no_process(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    spec = executor.resolve(ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=tmp_path))
+    task = asyncio.ensure_future(executor.run(spec))
+    await asyncio.sleep(0)
+    task.cancel()
+    await task
+    pid = _recorded_pid(tmp_path / "pid")
+    if pid is not None:  # the shell may have been killed before it wrote its pid
+        assert not _alive(pid)

@@ -140,3 +140,35 @@ async def spawn_child(
                 pipe.write(data)
             pipe.close()
     return child
+
+
+async def spawn_child_shielded(
+    shell: str,
+    command: str,
+    *,
+    workdir: Path,
+    env: dict[str, str],
+    stdin: str | bytes | None,
+    stdout: OutputCollector,
+    stderr: OutputCollector,
+) -> tuple[Child, bool]:
+    """`spawn_child` that a cancellation cannot interrupt halfway.
+
+    A cancellation that arrives while the child is being spawned is held until the spawn has
+    finished, so the caller always gets the child (and can terminate its whole group); the
+    second value tells whether the caller was cancelled meanwhile.
+    """
+    spawning = asyncio.ensure_future(
+        spawn_child(
+            shell, command, workdir=workdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr
+        )
+    )
+    try:
+        return await asyncio.shield(spawning), False
+    except asyncio.CancelledError:
+        while not spawning.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(spawning)
+        if spawning.cancelled():
+            raise
+        return spawning.result(), True

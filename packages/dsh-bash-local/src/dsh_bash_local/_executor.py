@@ -10,7 +10,7 @@ import weakref
 from types import TracebackType
 from typing import Literal
 
-from dsh_bash_local._child import Child, check_workdir, spawn_child
+from dsh_bash_local._child import Child, check_workdir, spawn_child_shielded
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._config import LocalBashConfig
 from dsh_bash_local._group import kill_group_now, terminate_group
@@ -89,7 +89,7 @@ class LocalBashExecutor:
         stderr = self._collector(self.config.max_output_bytes, "stderr")
         loop = asyncio.get_running_loop()
         started = loop.time()
-        child = await spawn_child(
+        child, cancelled = await spawn_child_shielded(
             self.config.shell,
             spec.command,
             workdir=spec.workdir,
@@ -100,7 +100,7 @@ class LocalBashExecutor:
         )
         self._running_groups.add(child.pgid)
         try:
-            cause = await _wait_for_exit(child, spec.timeout)
+            cause: _Cause = "abort" if cancelled else await _wait_for_exit(child, spec.timeout)
             if cause is not None:
                 await terminate_group(child.pgid, self.config.grace)
             await asyncio.shield(child.exited)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from dsh_bash_local._child import Child, check_workdir, spawn_child
+from dsh_bash_local._child import Child, check_workdir, spawn_child_shielded
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._group import kill_group_now, terminate_group
 from dsh_shell import ProcessRead, ProcessStatus, ShellError, ShellExecSpec, merge_streams
@@ -110,7 +110,7 @@ class LocalShellProcess:
     async def _main(self) -> None:
         try:
             check_workdir(self.spec.workdir)
-            child = await spawn_child(
+            child, cancelled = await spawn_child_shielded(
                 self._shell,
                 self.spec.command,
                 workdir=self.spec.workdir,
@@ -127,6 +127,8 @@ class LocalShellProcess:
             return
         self._child = child
         try:
+            if cancelled:
+                raise asyncio.CancelledError
             if self._kill_requested:
                 self._begin_termination(child)
             await asyncio.shield(child.exited)
