@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import itertools
 import os
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -81,6 +82,9 @@ class SqlitePersistence:
         self._lock_dir = lock_dir_for(self._path)
         self._store = Store(self._path, busy_timeout_ms=busy_timeout_ms, compression=compression)
         self._thread = DatabaseThread(f"dsh-sqlite:{self._path.name}")
+        # An instance dropped without aclose() still ends its thread (the connection closes
+        # with the Store when it is collected).
+        weakref.finalize(self, DatabaseThread.stop, self._thread)
         self._pending: dict[str, SqliteSessionHandle] = {}
         self._pending_tokens: dict[str, int] = {}
         self._writers: dict[str, SqliteSessionHandle | None] = {}
