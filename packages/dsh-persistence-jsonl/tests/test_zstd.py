@@ -56,6 +56,19 @@ async def test_a_torn_final_frame_is_discarded_whole(tmp_path: Path, mk: Any, cu
     await store.aclose()
 
 
+@pytest.mark.parametrize("keep", [2, 4, 5, 7, 12])
+async def test_a_final_frame_cut_inside_its_header_is_torn(
+    tmp_path: Path, mk: Any, keep: int
+) -> None:
+    store, path = await _written(tmp_path, mk)
+    frames = _frames(path.read_bytes())
+    path.write_bytes(b"".join(frames[:-1]) + frames[-1][:keep])
+    async with await store.open("s-1", "read") as reader:
+        assert len(await reader.read()) == 6
+    assert (await store.stat("s-1")) is not None
+    await store.aclose()
+
+
 async def test_a_checksum_failure_in_a_complete_frame_is_corruption(
     tmp_path: Path, mk: Any
 ) -> None:
