@@ -14,7 +14,9 @@ import pytest
 from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionFormatUnsupportedError,
+    SessionOwnershipLostError,
     SessionPersistenceCorruptionError,
+    SessionPersistenceNotFoundError,
 )
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import SessionHeader, encode_event, encode_header_line
@@ -293,3 +295,37 @@ async def test_stored_lines_are_json_text_that_sql_can_query(
     )
     assert [(seq, kind) for seq, kind, _ in rows] == [(e.seq, e.type) for e in mk.one_turn()]
     assert all(kind == column for _, kind, column in rows)
+
+
+async def test_rows_written_behind_the_writers_back_lose_ownership(
+    make_store: Factory, mk: Any, db_path: Path
+) -> None:
+    await _stored(make_store, mk, turns=1)
+    store = make_store()
+    async with await store.open("s", "write") as writer:
+        line = encode_event(mk.one_turn(6, 2)[0]).decode()
+        _execute(
+            db_path,
+            "INSERT INTO events VALUES ('s', 6, 6, 'turn/start', 0, 0, ?, 0)",
+            line,
+        )
+        with pytest.raises(SessionOwnershipLostError, match="seq 6"):
+            await writer.append(mk.one_turn(6, 2))
+    await store.aclose()
+
+
+async def test_appending_to_a_session_deleted_behind_the_writer_is_not_found(
+    make_store: Factory, mk: Any, db_path: Path
+) -> None:
+    await _stored(make_store, mk, turns=1)
+    store = make_store()
+    async with await store.open("s", "write") as writer:
+        raw = sqlite3.connect(db_path, isolation_level=None)
+        raw.execute("PRAGMA foreign_keys = ON")
+        raw.execute("DELETE FROM sessions WHERE id = 's'")
+        raw.close()
+        with pytest.raises(SessionPersistenceNotFoundError):
+            await writer.append(mk.one_turn(6, 2))
+        with pytest.raises(SessionPersistenceNotFoundError):
+            await writer.read()
+    await store.aclose()
