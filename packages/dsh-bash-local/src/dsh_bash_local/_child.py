@@ -14,25 +14,63 @@ from dsh_shell import ShellNotFoundError, ShellSpawnError, ShellWorkdirError
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
+    """Collects both pipes and settles once the shell has exited and its pipes are done.
+
+    The pipes are done when both closed, or ``drain_bound`` seconds after the exit at the
+    latest, so a grandchild holding a pipe cannot delay settlement forever. Each waiter is a
+    private future, so cancelling one waiter never disturbs the others.
+    """
+
     def __init__(
-        self, loop: asyncio.AbstractEventLoop, stdout: OutputCollector, stderr: OutputCollector
+        self,
+        loop: asyncio.AbstractEventLoop,
+        stdout: OutputCollector,
+        stderr: OutputCollector,
+        drain_bound: float,
     ) -> None:
-        self.exited: asyncio.Future[None] = loop.create_future()
-        self.pipes_closed: asyncio.Future[None] = loop.create_future()
+        self._loop = loop
         self._collectors = {1: stdout, 2: stderr}
         self._open = {1, 2}
+        self._drain_bound = drain_bound
+        self._drain_timer: asyncio.TimerHandle | None = None
+        self.exited = False
+        self.settled = False
+        self._waiters: list[asyncio.Future[None]] = []
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         self._collectors[fd].feed(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         self._open.discard(fd)
-        if not self._open and not self.pipes_closed.done():
-            self.pipes_closed.set_result(None)
+        if self.exited and not self._open:
+            self._settle()
 
     def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
+        self.exited = True
+        if not self._open:
+            self._settle()
+        else:
+            self._drain_timer = self._loop.call_later(self._drain_bound, self._settle)
+
+    def _settle(self) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiters.clear()
+
+    def waiter(self) -> asyncio.Future[None]:
+        """A new future that completes at settlement."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        if self.settled:
+            future.set_result(None)
+        else:
+            self._waiters.append(future)
+        return future
 
 
 def check_workdir(workdir: Path) -> None:
@@ -61,9 +99,20 @@ class Child:
         self.pgid = pid
 
     @property
-    def exited(self) -> asyncio.Future[None]:
-        """Done when the shell process (the group leader) has exited."""
+    def exited(self) -> bool:
+        """Whether the shell process (the group leader) has exited."""
         return self._protocol.exited
+
+    def settlement(self) -> asyncio.Future[None]:
+        """A new future done once the shell exited and its pipes closed (or were given up)."""
+        return self._protocol.waiter()
+
+    async def settle(self) -> None:
+        """Wait for settlement (a cancellation is held until then), then close everything."""
+        while not self._protocol.settled:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.settlement()
+        self.close()
 
     @property
     def exit_status(self) -> tuple[int | None, str | None]:
@@ -78,17 +127,8 @@ class Child:
                 return None, f"signal {-code}"
         return code, None
 
-    async def drain(self, bound: float) -> None:
-        """Wait up to ``bound`` seconds for both pipes to close, then close them ourselves.
-
-        A grandchild that keeps a pipe open therefore cannot hold the caller forever.
-        """
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._protocol.pipes_closed), bound)
-        self.close()
-
     def close(self) -> None:
-        """Close the transport and seal both collectors."""
+        """Close the transport (abandoning pipes a grandchild holds) and seal both collectors."""
         self._transport.close()
         self.stdout.close()
         self.stderr.close()
@@ -103,10 +143,11 @@ async def spawn_child(
     stdin: str | bytes | None,
     stdout: OutputCollector,
     stderr: OutputCollector,
+    drain_bound: float,
 ) -> Child:
     """Start ``shell -c command`` (non-login) in a new session; raise a `ShellError` if it fails."""
     loop = asyncio.get_running_loop()
-    protocol = _ChildProtocol(loop, stdout, stderr)
+    protocol = _ChildProtocol(loop, stdout, stderr, drain_bound)
     try:
         transport, _ = await loop.subprocess_exec(
             lambda: protocol,
@@ -120,11 +161,7 @@ async def spawn_child(
             env=env,
             start_new_session=True,
         )
-    except FileNotFoundError as error:
-        if error.filename is not None and os.fspath(error.filename) == os.fspath(workdir):
-            raise ShellWorkdirError(workdir, error.strerror or str(error)) from error
-        raise ShellNotFoundError(shell, error.strerror or str(error)) from error
-    except PermissionError as error:
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
         if error.filename is not None and os.fspath(error.filename) == os.fspath(workdir):
             raise ShellWorkdirError(workdir, error.strerror or str(error)) from error
         raise ShellNotFoundError(shell, error.strerror or str(error)) from error
@@ -151,6 +188,7 @@ async def spawn_child_shielded(
     stdin: str | bytes | None,
     stdout: OutputCollector,
     stderr: OutputCollector,
+    drain_bound: float,
 ) -> tuple[Child, bool]:
     """`spawn_child` that a cancellation cannot interrupt halfway.
 
@@ -160,7 +198,14 @@ async def spawn_child_shielded(
     """
     spawning = asyncio.ensure_future(
         spawn_child(
-            shell, command, workdir=workdir, env=env, stdin=stdin, stdout=stdout, stderr=stderr
+            shell,
+            command,
+            workdir=workdir,
+            env=env,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            drain_bound=drain_bound,
         )
     )
     try:

@@ -97,14 +97,16 @@ class LocalBashExecutor:
             stdin=spec.stdin,
             stdout=stdout,
             stderr=stderr,
+            drain_bound=self.config.grace,
         )
         self._running_groups.add(child.pgid)
         try:
-            cause: _Cause = "abort" if cancelled else await _wait_for_exit(child, spec.timeout)
+            cause: _Cause = (
+                "abort" if cancelled else await _wait_for_settlement(child, spec.timeout)
+            )
             if cause is not None:
                 await terminate_group(child.pgid, self.config.grace)
-            await asyncio.shield(child.exited)
-            await child.drain(self.config.grace)
+            await child.settle()
         except BaseException:
             kill_group_now(child.pgid)
             child.close()
@@ -164,14 +166,18 @@ class LocalBashExecutor:
                 kill_group_now(process.pgid)
 
 
-async def _wait_for_exit(child: Child, limit: float) -> _Cause:
-    """Wait for the shell to exit; report which cause, if any, came first."""
+async def _wait_for_settlement(child: Child, limit: float) -> _Cause:
+    """Wait for the shell to exit and its pipes to drain; report which cause came first.
+
+    A deadline that passes after the shell exited (while a grandchild holds a pipe) is not a
+    timeout: the drain is bounded on its own.
+    """
     try:
         try:
             async with asyncio.timeout(limit):
-                await asyncio.shield(child.exited)
+                await child.settlement()
         except TimeoutError:
-            return "timeout"
+            return None if child.exited else "timeout"
     except asyncio.CancelledError:
         return "abort"
     return None

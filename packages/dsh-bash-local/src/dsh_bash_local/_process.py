@@ -118,6 +118,7 @@ class LocalShellProcess:
                 stdin=self.spec.stdin,
                 stdout=self._stdout,
                 stderr=self._stderr,
+                drain_bound=self._grace,
             )
         except (ShellError, OSError) as error:
             self._stderr.feed(f"spawn failed: {error}\n".encode())
@@ -131,8 +132,8 @@ class LocalShellProcess:
                 raise asyncio.CancelledError
             if self._kill_requested:
                 self._begin_termination(child)
-            await asyncio.shield(child.exited)
-            await child.drain(self._grace)
+            await child.settlement()
+            child.close()
             if self._terminator is not None:
                 await self._terminator
         except asyncio.CancelledError:
