@@ -38,11 +38,12 @@ class Variant:
 VARIANTS = {
     "compressed": Variant("compressed", compression=True),
     "plain": Variant("plain", compression=False),
+    "packed": Variant("packed", compression=True, pack_chunks=True),
 }
 
 
 def selected_variants() -> list[str]:
-    """Every variant, or only the one ``DSH_SQLITE_VARIANT`` (compressed|plain) names."""
+    """Every variant, or only the one ``DSH_SQLITE_VARIANT`` (compressed|plain|packed) names."""
     chosen = os.environ.get("DSH_SQLITE_VARIANT")
     if not chosen:
         return list(VARIANTS)

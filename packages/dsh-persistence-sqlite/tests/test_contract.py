@@ -1,4 +1,5 @@
-"""The seam's contract suite (dsh_persistence.testing) over the compressed and plain variants."""
+"""The seam's contract suite (dsh_persistence.testing) over the compressed, plain and packed
+variants (`DSH_SQLITE_VARIANT` picks one)."""
 
 from __future__ import annotations
 
