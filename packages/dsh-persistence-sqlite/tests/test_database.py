@@ -42,9 +42,21 @@ def _raw(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path, isolation_level=None)
 
 
-async def test_a_new_database_is_created_with_mode_0600(db_path: Path) -> None:
-    await _touch(db_path)
-    assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+async def test_a_new_database_and_its_wal_files_are_mode_0600(db_path: Path, mk: Any) -> None:
+    store = SqlitePersistence(db_path)
+    async with await store.create(mk.header("s")) as handle:
+        await handle.flush()
+        modes = {
+            suffix: _mode(db_path.with_name(db_path.name + suffix))
+            for suffix in ("", "-wal", "-shm")
+        }
+    await store.aclose()
+    assert modes == {"": 0o600, "-wal": 0o600, "-shm": 0o600}
+    assert _mode(db_path.parent) == 0o700
 
 
 async def test_the_lock_directory_and_lock_files_are_private(db_path: Path, mk: Any) -> None:
