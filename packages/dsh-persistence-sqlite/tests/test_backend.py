@@ -329,3 +329,21 @@ async def test_appending_to_a_session_deleted_behind_the_writer_is_not_found(
         with pytest.raises(SessionPersistenceNotFoundError):
             await writer.read()
     await store.aclose()
+
+
+async def test_a_read_handle_never_serves_a_shorter_log_than_before(
+    make_store: Factory, mk: Any, db_path: Path
+) -> None:
+    await _stored(make_store, mk)
+    store = make_store()
+    async with await store.open("s", "read") as reader:
+        assert len(await reader.read()) == 12
+        _execute(db_path, "DELETE FROM events WHERE seq >= 10")
+        with pytest.raises(SessionPersistenceCorruptionError, match="shrank"):
+            await reader.read()
+        with pytest.raises(SessionPersistenceCorruptionError, match="shrank"):
+            await reader.read(8)
+        assert len(await reader.read(0, 5)) == 5  # a window it can still serve whole
+    async with await store.open("s", "read") as fresh:
+        assert len(await fresh.read()) == 10  # a new handle has no earlier view to honour
+    await store.aclose()
