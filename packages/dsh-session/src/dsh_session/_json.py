@@ -181,11 +181,61 @@ def _to_bytes(text: str) -> bytes:
         return _SURROGATES.sub(_escape_surrogates, text).encode("utf-8")
 
 
+class _Escalate(Exception):
+    """Raised by the quick check for anything it does not accept outright."""
+
+
+def _quick_check(value: Any) -> bool:
+    """The accept-only twin of :func:`_check`, for the encode hot path: no path strings and no
+    cycle bookkeeping (a cycle ends in ``RecursionError``). Accepts a subset of what ``_check``
+    accepts; anything else raises :class:`_Escalate` (or ``RecursionError``) so the caller runs
+    ``_check`` for the precise error. Returns whether a float needs JavaScript formatting: one
+    whose ``repr`` (what the C encoder writes) differs from JavaScript's, i.e. holds an exponent
+    or ends in ``.0``; other finite floats are written identically by both.
+    """
+    kind = type(value)
+    if kind is dict:
+        items: Any = value.values()
+        for key in value:
+            if type(key) is not str:
+                raise _Escalate
+    elif kind is list:
+        items = value
+    else:
+        items = (value,)
+    odd = False
+    for item in items:
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise _Escalate
+        elif kind is dict or kind is list:
+            if _quick_check(item):
+                odd = True
+        elif kind is float:
+            text = repr(item)
+            if text[-2:] == ".0" or "e" in text or "n" in text:  # also inf and nan
+                if not math.isfinite(item) or (item == 0.0 and math.copysign(1.0, item) < 0):
+                    raise _Escalate
+                odd = True
+        else:
+            raise _Escalate
+    return odd
+
+
 def dumps_canonical(value: object) -> bytes:
     """The canonical JSON bytes of ``value`` (compact, key order kept, JavaScript number format).
 
     Raises :class:`LosslessJsonError` for a value that is not lossless JSON.
     """
+    try:
+        odd_float = _quick_check(value)
+    except (_Escalate, RecursionError):
+        odd_float = None  # let the precise check decide (and name the bad path)
+    if odd_float is False:  # every float (if any) is written by the C encoder as JavaScript does
+        return _to_bytes(_c_encode(value))
     try:
         has_float = _check(value, "$", set())
     except RecursionError:
