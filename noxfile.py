@@ -125,6 +125,7 @@ CONTRACT_VARIANTS: dict[str, tuple[str, str, str]] = {
     "jsonl-zstd-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd-pack"),
     "sqlite-compressed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "compressed"),
     "sqlite-plain": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "plain"),
+    "sqlite-packed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "packed"),
 }
 CONTRACTS = [
     name
