@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor, _fd_child
 
 
 @pytest.fixture
@@ -23,3 +23,13 @@ async def executor(tmp_path: Path) -> AsyncIterator[LocalBashExecutor]:
     (tmp_path / "spill-parent").mkdir()
     async with LocalBashExecutor(config) as running:
         yield running
+
+
+@pytest.fixture(params=["pidfd", "transport"])
+def spawn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once per spawn path: pidfd (Linux) and the portable loop transport."""
+    if request.param == "pidfd" and not _fd_child.PIDFD_AVAILABLE:
+        pytest.skip("this host has no pidfds (os.pidfd_open failed)")
+    if request.param == "transport":
+        monkeypatch.setattr(_fd_child, "PIDFD_AVAILABLE", False)
+    return str(request.param)

@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dsh_bash_local import LocalBashExecutor
 from dsh_shell import ShellExecRequest, process_outcome, render_process_read
+
+pytestmark = pytest.mark.usefixtures("spawn_path")
 
 
 def _alive(pid: int) -> bool:

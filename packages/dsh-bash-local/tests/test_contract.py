@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor, _fd_child
 from dsh_shell.testing import CAPABILITIES, ExecutorContract, ExecutorFixture
 
 SPILL_CAP = 4 * 1024 * 1024
@@ -17,6 +17,20 @@ class TestLocalBashExecutor(ExecutorContract):
 
     @pytest.fixture
     def executor_fixture(self, tmp_path: Path) -> ExecutorFixture:
+        config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=tmp_path)
+        return ExecutorFixture(
+            capabilities=CAPABILITIES,
+            make=lambda: LocalBashExecutor(config),
+            spill_cap_bytes=SPILL_CAP,
+        )
+
+
+class TestLocalBashExecutorWithoutPidfd(ExecutorContract):
+    """The portable path (the loop's subprocess transport) used where pidfds are missing."""
+
+    @pytest.fixture
+    def executor_fixture(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ExecutorFixture:
+        monkeypatch.setattr(_fd_child, "PIDFD_AVAILABLE", False)
         config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=tmp_path)
         return ExecutorFixture(
             capabilities=CAPABILITIES,

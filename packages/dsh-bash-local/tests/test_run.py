@@ -17,6 +17,8 @@ from dsh_shell import (
     render_result,
 )
 
+pytestmark = pytest.mark.usefixtures("spawn_path")
+
 
 def _recorded_pid(path: Path) -> int | None:
     try:

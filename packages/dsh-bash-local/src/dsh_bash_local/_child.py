@@ -1,4 +1,4 @@
-"""Spawning one ``<shell> -c`` child in its own session and collecting its two pipes."""
+"""A spawned child as the executor sees it, and the portable asyncio-transport implementation."""
 
 from __future__ import annotations
 
@@ -8,69 +8,59 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Protocol
 
 from dsh_bash_local._collector import OutputCollector
+from dsh_bash_local._settle import Settlement
 from dsh_shell import ShellNotFoundError, ShellSpawnError, ShellWorkdirError
 
 
-class _ChildProtocol(asyncio.SubprocessProtocol):
-    """Collects both pipes and settles once the shell has exited and its pipes are done.
+class Child(Protocol):
+    """A running ``<shell> -c`` child: its group, its settlement, its exit status."""
 
-    The pipes are done when both closed, or ``drain_bound`` seconds after the exit at the
-    latest, so a grandchild holding a pipe cannot delay settlement forever. Each waiter is a
-    private future, so cancelling one waiter never disturbs the others.
-    """
+    @property
+    def pgid(self) -> int:
+        """The process group id (the shell's pid)."""
+        ...
 
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        stdout: OutputCollector,
-        stderr: OutputCollector,
-        drain_bound: float,
-    ) -> None:
-        self._loop = loop
-        self._collectors = {1: stdout, 2: stderr}
-        self._open = {1, 2}
-        self._drain_bound = drain_bound
-        self._drain_timer: asyncio.TimerHandle | None = None
-        self.exited = False
-        self.settled = False
-        self._waiters: list[asyncio.Future[None]] = []
+    @property
+    def exited(self) -> bool:
+        """Whether the shell process (the group leader) has exited."""
+        ...
 
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self._collectors[fd].feed(data)
+    def settlement(self) -> asyncio.Future[None]:
+        """A new future done once the shell exited and its pipes closed (or were given up)."""
+        ...
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._open.discard(fd)
-        if self.exited and not self._open:
-            self._settle()
+    @property
+    def exit_status(self) -> tuple[int | None, str | None]:
+        """``(exit_code, None)`` or ``(None, signal name)`` once exited."""
+        ...
 
-    def process_exited(self) -> None:
-        self.exited = True
-        if not self._open:
-            self._settle()
-        else:
-            self._drain_timer = self._loop.call_later(self._drain_bound, self._settle)
+    def close(self) -> None:
+        """Stop reading (abandoning pipes a grandchild holds) and seal both collectors."""
+        ...
 
-    def _settle(self) -> None:
-        if self.settled:
-            return
-        self.settled = True
-        if self._drain_timer is not None:
-            self._drain_timer.cancel()
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiters.clear()
 
-    def waiter(self) -> asyncio.Future[None]:
-        """A new future that completes at settlement."""
-        future: asyncio.Future[None] = self._loop.create_future()
-        if self.settled:
-            future.set_result(None)
-        else:
-            self._waiters.append(future)
-        return future
+async def settle(child: Child) -> None:
+    """Wait for settlement (a cancellation is held until then), then close the child."""
+    while True:
+        waiter = child.settlement()
+        if waiter.done():
+            break
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiter
+    child.close()
+
+
+def decode_returncode(code: int | None) -> tuple[int | None, str | None]:
+    """``(exit_code, None)`` for a normal exit, ``(None, signal name)`` for a signal death."""
+    if code is None or code >= 0:
+        return code, None
+    try:
+        return None, signal.Signals(-code).name
+    except ValueError:
+        return None, f"signal {-code}"
 
 
 def check_workdir(workdir: Path) -> None:
@@ -80,61 +70,70 @@ def check_workdir(workdir: Path) -> None:
         raise ShellWorkdirError(workdir, reason)
 
 
-class Child:
-    """A spawned command: its pid (also its process group id) and both collectors."""
+def spawn_error(error: OSError, shell: str, command: str, workdir: Path) -> Exception:
+    """The `ShellError` a failed spawn of ``shell -c command`` in ``workdir`` stands for."""
+    if isinstance(error, FileNotFoundError | PermissionError | NotADirectoryError):
+        if error.filename is not None and os.fspath(error.filename) == os.fspath(workdir):
+            return ShellWorkdirError(workdir, error.strerror or str(error))
+        return ShellNotFoundError(shell, error.strerror or str(error))
+    return ShellSpawnError(command, str(error))
+
+
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, settlement: Settlement, stdout: OutputCollector, stderr: OutputCollector):
+        self._settlement = settlement
+        self._collectors = {1: stdout, 2: stderr}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        self._collectors[fd].feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._settlement.stream_closed(fd)
+
+    def process_exited(self) -> None:
+        self._settlement.process_exited()
+
+
+class TransportChild:
+    """A child run through ``loop.subprocess_exec`` (portable; the loop's child watcher)."""
 
     def __init__(
         self,
         transport: asyncio.SubprocessTransport,
-        protocol: _ChildProtocol,
+        settlement: Settlement,
         stdout: OutputCollector,
         stderr: OutputCollector,
     ) -> None:
         self._transport = transport
-        self._protocol = protocol
-        self.stdout = stdout
-        self.stderr = stderr
+        self._settlement = settlement
+        self._stdout = stdout
+        self._stderr = stderr
         pid = transport.get_pid()
         assert pid is not None
         self.pgid = pid
 
     @property
     def exited(self) -> bool:
-        """Whether the shell process (the group leader) has exited."""
-        return self._protocol.exited
+        """Whether the shell has exited."""
+        return self._settlement.exited
 
     def settlement(self) -> asyncio.Future[None]:
-        """A new future done once the shell exited and its pipes closed (or were given up)."""
-        return self._protocol.waiter()
-
-    async def settle(self) -> None:
-        """Wait for settlement (a cancellation is held until then), then close everything."""
-        while not self._protocol.settled:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.settlement()
-        self.close()
+        """A new future done at settlement."""
+        return self._settlement.waiter()
 
     @property
     def exit_status(self) -> tuple[int | None, str | None]:
-        """``(exit_code, None)`` or ``(None, signal name)`` once exited."""
-        code = self._transport.get_returncode()
-        if code is None:
-            return None, None
-        if code < 0:
-            try:
-                return None, signal.Signals(-code).name
-            except ValueError:
-                return None, f"signal {-code}"
-        return code, None
+        """The decoded exit status once exited."""
+        return decode_returncode(self._transport.get_returncode())
 
     def close(self) -> None:
-        """Close the transport (abandoning pipes a grandchild holds) and seal both collectors."""
+        """Close the transport and seal both collectors."""
         self._transport.close()
-        self.stdout.close()
-        self.stderr.close()
+        self._stdout.close()
+        self._stderr.close()
 
 
-async def spawn_child(
+async def _spawn_transport_child(
     shell: str,
     command: str,
     *,
@@ -144,13 +143,12 @@ async def spawn_child(
     stdout: OutputCollector,
     stderr: OutputCollector,
     drain_bound: float,
-) -> Child:
-    """Start ``shell -c command`` (non-login) in a new session; raise a `ShellError` if it fails."""
+) -> TransportChild:
     loop = asyncio.get_running_loop()
-    protocol = _ChildProtocol(loop, stdout, stderr, drain_bound)
+    settlement = Settlement(loop, {1, 2}, drain_bound)
     try:
         transport, _ = await loop.subprocess_exec(
-            lambda: protocol,
+            lambda: _ChildProtocol(settlement, stdout, stderr),
             shell,
             "-c",
             command,
@@ -161,13 +159,9 @@ async def spawn_child(
             env=env,
             start_new_session=True,
         )
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as error:
-        if error.filename is not None and os.fspath(error.filename) == os.fspath(workdir):
-            raise ShellWorkdirError(workdir, error.strerror or str(error)) from error
-        raise ShellNotFoundError(shell, error.strerror or str(error)) from error
     except OSError as error:
-        raise ShellSpawnError(command, str(error)) from error
-    child = Child(transport, protocol, stdout, stderr)
+        raise spawn_error(error, shell, command, workdir) from error
+    child = TransportChild(transport, settlement, stdout, stderr)
     if stdin is not None:
         pipe = transport.get_pipe_transport(0)
         assert isinstance(pipe, asyncio.WriteTransport)
@@ -179,7 +173,7 @@ async def spawn_child(
     return child
 
 
-async def spawn_child_shielded(
+async def spawn_transport_child(
     shell: str,
     command: str,
     *,
@@ -190,14 +184,14 @@ async def spawn_child_shielded(
     stderr: OutputCollector,
     drain_bound: float,
 ) -> tuple[Child, bool]:
-    """`spawn_child` that a cancellation cannot interrupt halfway.
+    """Spawn through the loop's transport; a cancellation during the spawn is held.
 
-    A cancellation that arrives while the child is being spawned is held until the spawn has
-    finished, so the caller always gets the child (and can terminate its whole group); the
-    second value tells whether the caller was cancelled meanwhile.
+    The spawn runs in its own task, so a cancellation that arrives meanwhile cannot leave a
+    half-started child: the caller always gets it (and can terminate its group); the second
+    value tells whether the caller was cancelled meanwhile.
     """
     spawning = asyncio.ensure_future(
-        spawn_child(
+        _spawn_transport_child(
             shell,
             command,
             workdir=workdir,

@@ -10,11 +10,12 @@ import weakref
 from types import TracebackType
 from typing import Literal
 
-from dsh_bash_local._child import Child, check_workdir, spawn_child_shielded
+from dsh_bash_local._child import Child, check_workdir, settle
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._config import LocalBashConfig
 from dsh_bash_local._group import kill_group_now, terminate_group
 from dsh_bash_local._process import LocalShellProcess
+from dsh_bash_local._spawn import spawn
 from dsh_bash_local._spill import SpillFiles
 from dsh_shell import (
     CollectedOutput,
@@ -89,7 +90,7 @@ class LocalBashExecutor:
         stderr = self._collector(self.config.max_output_bytes, "stderr")
         loop = asyncio.get_running_loop()
         started = loop.time()
-        child, cancelled = await spawn_child_shielded(
+        child, cancelled = await spawn(
             self.config.shell,
             spec.command,
             workdir=spec.workdir,
@@ -106,7 +107,7 @@ class LocalBashExecutor:
             )
             if cause is not None:
                 await terminate_group(child.pgid, self.config.grace)
-            await child.settle()
+            await settle(child)
         except BaseException:
             kill_group_now(child.pgid)
             child.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from dsh_bash_local._child import Child, check_workdir, spawn_child_shielded
+from dsh_bash_local._child import Child, check_workdir
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._group import kill_group_now, terminate_group
+from dsh_bash_local._spawn import spawn
 from dsh_shell import ProcessRead, ProcessStatus, ShellError, ShellExecSpec, merge_streams
 
 
@@ -110,7 +111,7 @@ class LocalShellProcess:
     async def _main(self) -> None:
         try:
             check_workdir(self.spec.workdir)
-            child, cancelled = await spawn_child_shielded(
+            child, cancelled = await spawn(
                 self._shell,
                 self.spec.command,
                 workdir=self.spec.workdir,
