@@ -1,9 +1,9 @@
-"""Child process of test_crash_jsonl.py: writes a JSONL session until it is SIGKILLed.
+"""Child process of test_crash.py: writes one session through a backend until it is SIGKILLed.
 
-argv: root compression session_id seed. Reports on stdout, one line each, flushed at once:
+argv: backend location session_id seed. Reports on stdout, one line each, flushed at once:
 ``READY <next_seq>`` after the write open, ``FLUSHED <n>`` once a flush returned with the log
 holding ``n`` events. Events are a pure function of their seq (``event_for``), so the parent can
-check every stored byte.
+check every stored byte. The parent imports this module for ``open_store`` and ``event_for``.
 """
 
 from __future__ import annotations
@@ -11,16 +11,46 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+from pathlib import Path
 
-from dsh_persistence import SessionPersistenceNotFoundError
+from dsh_persistence import SessionPersistence, SessionPersistenceNotFoundError
 from dsh_persistence_jsonl import JsonlPersistence
+from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import SessionEvent, SessionHeader, make_event
 
-_PATTERN = ("turn/start", "user/message", "step/start", "assistant/chunk", "step/end", "turn/end")
+BACKENDS = ("jsonl-none", "jsonl-zstd", "jsonl-zstd-pack", "sqlite-compressed", "sqlite-packed")
+
+# Four text deltas in a row make a run that chunk packing stores as one packed row.
+_PATTERN = (
+    "turn/start",
+    "user/message",
+    "step/start",
+    "assistant/chunk",
+    "assistant/chunk",
+    "assistant/chunk",
+    "assistant/chunk",
+    "step/end",
+    "turn/end",
+)
+
+
+def open_store(backend: str, location: Path) -> SessionPersistence:
+    """A fresh instance of ``backend`` over the storage kept under ``location``."""
+    if backend == "jsonl-none":
+        return JsonlPersistence(location / "sessions", compression="none")
+    if backend == "jsonl-zstd":
+        return JsonlPersistence(location / "sessions", compression="zstd")
+    if backend == "jsonl-zstd-pack":
+        return JsonlPersistence(location / "sessions", compression="zstd", pack_chunks=True)
+    if backend == "sqlite-compressed":
+        return SqlitePersistence(location / "sessions.db", compression=True)
+    if backend == "sqlite-packed":
+        return SqlitePersistence(location / "sessions.db", compression=True, pack_chunks=True)
+    raise ValueError(f"unknown backend {backend!r}; one of {BACKENDS}")
 
 
 def event_for(seq: int) -> SessionEvent:
-    """The deterministic event at ``seq``: turns of six events, with payloads up to ~6 KB."""
+    """The deterministic event at ``seq``: turns of nine events, with payloads up to ~6 KB."""
     kind = _PATTERN[seq % len(_PATTERN)]
     turn = seq // len(_PATTERN) + 1
     time = 1_700_000_000_000 + seq
@@ -53,9 +83,9 @@ def _say(line: str) -> None:
     sys.stdout.flush()
 
 
-async def main(root: str, compression: str, session_id: str, seed: int) -> None:
+async def main(backend: str, location: Path, session_id: str, seed: int) -> None:
     rng = random.Random(seed)
-    store = JsonlPersistence(root, compression=compression)  # type: ignore[arg-type]
+    store = open_store(backend, location)
     try:
         handle = await store.open(session_id, "write")
         seq = len(await handle.read())
@@ -73,4 +103,4 @@ async def main(root: str, compression: str, session_id: str, seed: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    asyncio.run(main(sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])))
