@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_shell import ShellExecutor
 from dsh_shell.testing import (
     CAPABILITIES,
     CLAUSES,
@@ -134,3 +135,17 @@ def test_importing_the_seam_and_its_suite_does_not_import_pytest(tmp_path: Path)
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     )
     assert result.stdout.strip() == "False"
+
+
+def _unmakeable() -> ExecutorFixture:
+    def make() -> ShellExecutor:
+        raise RuntimeError("no executor")
+
+    return ExecutorFixture(capabilities=frozenset(), make=make)
+
+
+def test_only_clauses_needing_an_undeclared_capability_are_skipped() -> None:
+    report = validate(_unmakeable, safety_net=1)
+    skipped = {c.id for c in report.clauses if c.status == "skip"}
+    assert skipped == {c.id for c in CLAUSES.values() if c.requires}
+    assert {c.status for c in report.clauses if c.id not in skipped} == {"fail"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dsh_shell import (
     DSH_ENV_PREFIX,
@@ -116,3 +118,12 @@ def test_a_plain_class_satisfies_the_contributor_protocol() -> None:
             return {"DSH_EXAMPLE": "1"}
 
     assert isinstance(Contributor(), ShellEnvContributor)
+
+
+@given(
+    prefix=st.tuples(*(st.sampled_from([c.lower(), c.upper()]) for c in "DSH_")).map("".join),
+    suffix=st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcxyz0123456789_", max_size=12),
+)
+def test_any_casing_of_the_managed_prefix_is_refused_in_env(prefix: str, suffix: str) -> None:
+    with pytest.raises(ReservedEnvKeyError):
+        validate_ordinary_env({prefix + suffix: "x"})
