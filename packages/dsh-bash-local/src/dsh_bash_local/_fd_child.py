@@ -13,7 +13,9 @@ from pathlib import Path
 
 from dsh_bash_local._child import Child, decode_returncode, spawn_error
 from dsh_bash_local._collector import OutputCollector
+from dsh_bash_local._group import kill_group_now
 from dsh_bash_local._settle import Settlement
+from dsh_shell import ShellSpawnError
 
 _READ_SIZE = 256 * 1024
 _READS_PER_WAKEUP = 16
@@ -176,7 +178,14 @@ def spawn_fd_child(
     finally:
         for fd in child_ends:
             os.close(fd)
-    pidfd = os.pidfd_open(popen.pid)
+    try:
+        pidfd = os.pidfd_open(popen.pid)
+    except OSError as error:  # out of descriptors: do not leave a child nobody watches
+        kill_group_now(popen.pid)
+        popen.wait()
+        for fd in parent_ends:
+            os.close(fd)
+        raise ShellSpawnError(command, f"cannot watch the child: {error}") from error
     for fd in parent_ends:
         os.set_blocking(fd, False)
     child = FdChild(loop, popen, pidfd, {out_read: stdout, err_read: stderr}, drain_bound)
