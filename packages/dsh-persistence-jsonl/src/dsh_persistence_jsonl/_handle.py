@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from dsh_persistence_jsonl._backend import JsonlPersistence
 
 Access = Literal["read", "write"]
+
+INLINE_FSYNC_LIMIT = 0.002
+"""Seconds: while this handle's last ``fsync`` took less, the next one runs on the event loop
+thread (blocking it about as long as a thread hop would cost); a slower disk sends every
+following ``fsync`` to a worker thread until one is fast again."""
 
 
 class JsonlSessionHandle:
@@ -66,11 +72,13 @@ class JsonlSessionHandle:
         self._closed = False
         self._close_task: asyncio.Future[None] | None = None
         self._mutex = asyncio.Lock()
+        self._busy = 0  # operations holding or waiting for the mutex
         # write side
         self._fd: int | None = None
         self._lock: SessionLock | None = None
         self._truncate_to: int | None = None
         self._dirty = False
+        self._slow_disk = False
         self._created = False
         self._released = False
 
@@ -131,26 +139,41 @@ class JsonlSessionHandle:
         batch = materialize_append_batch(self.id, events)  # TypeError: not events / not JSON
         if not batch.events:
             return
+        if self._busy == 0 and self._fd is not None:
+            # Nothing queued or in flight and the log is open: the whole append runs now without
+            # an await, so nothing can interleave and no cancellation can cut it (no task).
+            self._check_released("append")
+            self._append_now(batch.events, batch.lines)
+            return
         await run_to_completion(self._append(batch.events, batch.lines))
 
     async def _append(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> None:
-        async with self._mutex:
-            self._check_released("append")
-            assert_contiguous(self.id, events, len(self._events))
-            if self._backend.pack_chunks:
-                rows = encode_rows(events, pack_chunks=True)
-            else:
-                rows = list(lines)
-            payload = b"\n".join(rows) + b"\n"
-            if self._fd is None:
-                await self._backend._materialize(self, payload)
-            else:
-                self._write(payload)
-            self._events.extend(events)
+        self._busy += 1
+        try:
+            async with self._mutex:
+                self._check_released("append")
+                if self._fd is None:
+                    assert_contiguous(self.id, events, len(self._events))
+                    await self._backend._materialize(self, self._payload(events, lines))
+                    self._events.extend(events)
+                else:
+                    self._append_now(events, lines)
+        finally:
+            self._busy -= 1
+
+    def _payload(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> bytes:
+        if self._backend.pack_chunks:
+            return b"\n".join(encode_rows(events, pack_chunks=True)) + b"\n"
+        return b"\n".join(lines) + b"\n"
+
+    def _append_now(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> None:
+        assert_contiguous(self.id, events, len(self._events))
+        self._write(self._payload(events, lines))
+        self._events.extend(events)
 
     def _write(self, payload: bytes) -> None:
         # One batch into the page cache runs inline: cheaper than a thread hop (bench_jsonl);
-        # the fsync that can stall on a busy disk runs in a worker thread (``_sync``).
+        # the fsync runs inline too while the disk is fast, else in a worker thread (``_sync``).
         fd = self._fd
         assert fd is not None
         if self._truncate_to is not None:
@@ -167,19 +190,39 @@ class JsonlSessionHandle:
         self._check_open("flush")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="flush")
+        if self._busy == 0 and self._fd is not None and not self._slow_disk:
+            # the fast-disk case: fsync on the loop thread, no task, no thread hop
+            self._check_released("flush")
+            if self._dirty:
+                self._fsync()
+            return
         await run_to_completion(self._flush())
 
     async def _flush(self) -> None:
-        async with self._mutex:
-            self._check_released("flush")
-            await self._sync()
+        self._busy += 1
+        try:
+            async with self._mutex:
+                self._check_released("flush")
+                await self._sync()
+        finally:
+            self._busy -= 1
 
     async def _sync(self) -> None:
         if self._fd is None:
             await self._backend._materialize(self, b"")
         elif self._dirty:
-            await asyncio.to_thread(os.fsync, self._fd)
-            self._dirty = False
+            if self._slow_disk:
+                await asyncio.to_thread(self._fsync)
+            else:
+                self._fsync()
+
+    def _fsync(self) -> None:
+        fd = self._fd
+        assert fd is not None
+        start = time.perf_counter()
+        os.fsync(fd)
+        self._slow_disk = time.perf_counter() - start >= INLINE_FSYNC_LIMIT
+        self._dirty = False
 
     async def close(self) -> None:
         """Drain, make durable, release ownership. Idempotent and shielded from cancellation."""
@@ -189,12 +232,13 @@ class JsonlSessionHandle:
         await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
+        self._busy += 1
         try:
             async with self._mutex:
                 if self._access == "write" and self._fd is not None and self._dirty:
-                    await asyncio.to_thread(os.fsync, self._fd)
-                    self._dirty = False
+                    await asyncio.to_thread(self._fsync)
         finally:
+            self._busy -= 1
             self.release()
 
     def release(self) -> None:
