@@ -7,6 +7,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import from_json
 
 from dsh_session._errors import HeaderDecodeError, UnsupportedFormatVersionError
 from dsh_session._json import MAX_SAFE_INTEGER, dumps_canonical
@@ -50,8 +51,10 @@ class SessionHeader(BaseModel):
     @field_validator("cwd")
     @classmethod
     def _cwd_is_absolute(cls, cwd: str | None) -> str | None:
-        if cwd is not None and not (
-            PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).is_absolute()
+        if (
+            cwd is not None
+            and cwd[:1] != "/"  # POSIX absolute, the common case: no pathlib parse
+            and not (PurePosixPath(cwd).is_absolute() or PureWindowsPath(cwd).is_absolute())
         ):
             raise ValueError(f"cwd must be an absolute path, not {cwd!r}")
         return cwd
@@ -112,6 +115,15 @@ def _refuse_constant(constant: str) -> Any:
     raise HeaderDecodeError(f"{constant} is not a JSON value")
 
 
+def _loads(line: bytes | str) -> Any:
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except HeaderDecodeError:
+        raise
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise HeaderDecodeError(f"not JSON ({exc})") from None
+
+
 def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
     """Line 1 of a log to ``(header, inherited_event_count)``.
 
@@ -119,12 +131,10 @@ def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
     :class:`UnsupportedFormatVersionError` (a newer writer means "upgrade", not "corrupt");
     anything else malformed raises :class:`HeaderDecodeError`.
     """
-    try:
-        wire = json.loads(line, parse_constant=_refuse_constant)
-    except HeaderDecodeError:
-        raise
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise HeaderDecodeError(f"not JSON ({exc})") from None
+    try:  # the Rust parser first (list() decodes one header per session)
+        wire = from_json(line, allow_inf_nan=False)
+    except (ValueError, TypeError):  # not UTF-8 JSON, lone surrogates: the stdlib decides, words it
+        wire = _loads(line)
     if type(wire) is not dict:
         raise HeaderDecodeError("the header line must be a JSON object")
     if "version" not in wire:
