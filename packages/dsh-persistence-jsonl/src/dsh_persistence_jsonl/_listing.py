@@ -10,7 +10,7 @@ from typing import Literal
 from dsh_persistence import SessionSnapshot
 from dsh_persistence_jsonl._layout import RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
-from dsh_persistence_jsonl._scan import LogDamage
+from dsh_persistence_jsonl._scan import LogDamage, gc_paused
 from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_of
 from dsh_session import SessionFormatError, SessionHeader, decode_header_line
 
@@ -63,7 +63,9 @@ class RootCatalog(RootLayout):
             projects = os.scandir(self._root)
         except FileNotFoundError:
             return snapshots
-        with projects:
+        # a bulk load (DESIGN §5 hot path): thousands of small objects, none of them cyclic, so
+        # the cyclic GC would only re-traverse the caller's heap for nothing
+        with projects, gc_paused():
             for project in projects:
                 if not project.is_dir():
                     continue
