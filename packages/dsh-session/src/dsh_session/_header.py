@@ -27,6 +27,7 @@ _HEADER_KEYS = (
     "delegationDepth",
     "agentPreset",
 )
+_HEADER_KEY_SET = frozenset(_HEADER_KEYS)
 
 
 class SessionHeader(BaseModel):
@@ -58,6 +59,11 @@ class SessionHeader(BaseModel):
         ):
             raise ValueError(f"cwd must be an absolute path, not {cwd!r}")
         return cwd
+
+
+_validate_header = SessionHeader.__pydantic_validator__.validate_python
+"""``SessionHeader.model_validate`` without its Python-level wrapper (one header per listed
+session)."""
 
 
 def _check_cut(header: SessionHeader, inherited_event_count: int) -> None:
@@ -144,20 +150,24 @@ def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
         raise UnsupportedFormatVersionError(version)
     if wire.get("type") != "session":
         raise HeaderDecodeError(f"line 1 must be tagged type 'session', not {wire.get('type')!r}")
-    unknown = [key for key in wire if key not in _HEADER_KEYS]
-    if unknown:
+    if not wire.keys() <= _HEADER_KEY_SET:
+        unknown = [key for key in wire if key not in _HEADER_KEY_SET]
         raise HeaderDecodeError(f"unexpected header key(s) {unknown}")
     seed_length = wire.get("seedLength")
     if seed_length is not None and (
         type(seed_length) is not int or not 0 < seed_length <= MAX_SAFE_INTEGER
     ):
         raise HeaderDecodeError(f"seedLength must be a positive safe integer, not {seed_length!r}")
-    fields = {key: value for key, value in wire.items() if key not in ("type", "seedLength")}
-    for key in ("cwd", "parentSession", "origin", "delegationDepth", "agentPreset"):
-        if key in fields and fields[key] is None:
-            raise HeaderDecodeError(f"{key} is null (optional header fields are omitted)")
+    fields = wire  # a fresh dict of our own: reshape it in place
+    del fields["type"]
+    fields.pop("seedLength", None)
+    if None in fields.values():
+        for key in ("cwd", "parentSession", "origin", "delegationDepth", "agentPreset"):
+            if key in fields and fields[key] is None:
+                raise HeaderDecodeError(f"{key} is null (optional header fields are omitted)")
+    fields["isSeeded"] = seed_length is not None
     try:
-        header = SessionHeader.model_validate({**fields, "isSeeded": seed_length is not None})
+        header = _validate_header(fields)
     except ValidationError as exc:
         error = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(p) for p in error["loc"])
