@@ -87,7 +87,7 @@ class RootCatalog(RootLayout):
         return header
 
     def _scan_session(self, project: str, directory: str, name: str) -> SessionSnapshot | None:
-        path = os.path.join(directory, self._log_name)
+        path = f"{directory}{os.sep}{self._log_name}"  # a scandir entry path: no trailing sep
         try:
             info = read_header_info(path, self._compression)
         except FileNotFoundError:

@@ -24,6 +24,7 @@ Compression = Literal["none", "zstd"]
 LOG_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
 _HEADER_CHUNK = 8192
 _TAIL_CHUNK = 8192
+_WHOLE_READ = 65536
 
 
 def revision_of(st: os.stat_result) -> str:
@@ -177,7 +178,7 @@ def read_suffix(
     return scan, offset + len(data)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HeaderInfo:
     """What ``stat``/``list`` read: the header line, the stat result and the event count."""
 
@@ -190,20 +191,23 @@ def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | N
     if size <= header_end:
         return 0
     if size <= len(head):
-        tail = head[header_end:]
+        buf, lo = head, header_end  # the whole log came with the header: no copy
     else:
         start = max(header_end, size - _TAIL_CHUNK)
-        tail = os.pread(fd, size - start, start)
-    if not tail.endswith(b"\n"):
-        cut = tail.rfind(b"\n")
+        buf, lo = os.pread(fd, size - start, start), 0
+    hi = len(buf)
+    if hi == lo or buf[hi - 1] != 0x0A:
+        cut = buf.rfind(b"\n", lo, hi)
         if cut == -1:
             return None
-        tail = tail[: cut + 1]
-    line_start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
-    if line_start == 0 and size > len(head) and size - _TAIL_CHUNK > header_end:
-        return None  # a last row longer than the probe: not cheap, so unknown
+        hi = cut + 1
+    line_start = buf.rfind(b"\n", lo, hi - 1) + 1
+    if line_start == 0:
+        if size > len(head) and size - _TAIL_CHUNK > header_end:
+            return None  # a last row longer than the probe: not cheap, so unknown
+        line_start = lo
     try:
-        return row_last_seq(tail[line_start:-1]) + 1
+        return row_last_seq(buf[line_start : hi - 1]) + 1
     except (ValueError, TypeError):
         return None
 
@@ -213,7 +217,10 @@ def read_header_info(path: str | Path, compression: Compression) -> HeaderInfo:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)
-        head = os.pread(fd, _HEADER_CHUNK, 0)
+        # a small log in one read: its last row (event_count) comes with the header
+        head = os.pread(
+            fd, st.st_size if _HEADER_CHUNK < st.st_size <= _WHOLE_READ else _HEADER_CHUNK, 0
+        )
         if compression == "none":
             while b"\n" not in head and len(head) < st.st_size:
                 more = os.pread(fd, _HEADER_CHUNK * 8, len(head))
