@@ -141,3 +141,40 @@ async def test_a_cancellation_while_spawning_leaves_no_process(
     pid = _recorded_pid(tmp_path / "pid")
     if pid is not None:  # the shell may have been killed before it wrote its pid
         assert not _alive(pid)
+
+
+_TERM_TRAPPER = "trap 'echo term > got-term' TERM; echo > ready; while :; do sleep 0.05; done"
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+async def _when_file_exists(path: Path) -> None:
+    for _ in range(3000):  # a safety net of about a minute, not a speed requirement
+        if _exists(path):
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def test_a_cancellation_during_the_timeout_grace_keeps_timed_out(tmp_path: Path) -> None:
+    async with LocalBashExecutor(LocalBashConfig(grace=30)) as executor:
+        spec = executor.resolve(ShellExecRequest(_TERM_TRAPPER, workdir=tmp_path, timeout=3))
+        task = asyncio.ensure_future(executor.run(spec))
+        await _when_file_exists(tmp_path / "got-term")
+        task.cancel()
+        result = await task
+    assert (result.timed_out, result.aborted, result.signal) == (True, False, "SIGKILL")
+
+
+async def test_a_second_cancellation_during_the_grace_keeps_aborted(tmp_path: Path) -> None:
+    async with LocalBashExecutor(LocalBashConfig(grace=30)) as executor:
+        spec = executor.resolve(ShellExecRequest(_TERM_TRAPPER, workdir=tmp_path, timeout=600))
+        task = asyncio.ensure_future(executor.run(spec))
+        await _when_file_exists(tmp_path / "ready")
+        task.cancel()
+        await _when_file_exists(tmp_path / "got-term")
+        task.cancel()
+        result = await task
+    assert (result.timed_out, result.aborted, result.signal) == (False, True, "SIGKILL")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import functools
 import os
 import weakref
@@ -106,7 +107,10 @@ class LocalBashExecutor:
                 "abort" if cancelled else await _wait_for_settlement(child, spec.timeout)
             )
             if cause is not None:
-                await terminate_group(child.pgid, self.config.grace)
+                # A cancellation during the grace escalates to SIGKILL at once; the first
+                # cause (timeout or abort) stays the reported one.
+                with contextlib.suppress(asyncio.CancelledError):
+                    await terminate_group(child.pgid, self.config.grace)
             await settle(child)
         except BaseException:
             kill_group_now(child.pgid)
