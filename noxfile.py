@@ -116,10 +116,11 @@ def build(session: nox.Session) -> None:
     session.log(f"dist/ holds {len(list(DIST.glob('*.whl')))} wheels for version {_version()}")
 
 
-# Contract suites that run once per backend configuration, each as its own session. The
-# package's tests/test_contract.py reads the variable and runs only that configuration; the
-# package's `tests` session leaves that file to these sessions.
-CONTRACT_VARIANTS: dict[str, tuple[str, str, str]] = {
+# Contract suites run as their own sessions, once per backend configuration: the package's
+# tests/test_contract.py reads the variable (when one is named) and runs only that configuration.
+# The package's `tests` session leaves that file to these sessions.
+CONTRACT_VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
+    "bash-local": ("dsh-bash-local", None, None),
     "jsonl-none": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none"),
     "jsonl-zstd": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd"),
     "jsonl-zstd-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd-pack"),
@@ -156,12 +157,8 @@ def contract(session: nox.Session, variant: str) -> None:
     _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package), *_test_group(package))
     session.chdir(ROOT)
-    session.run(
-        "pytest",
-        f"packages/{package}/tests/test_contract.py",
-        *session.posargs,
-        env={variable: value},
-    )
+    env = {variable: value} if variable is not None and value is not None else {}
+    session.run("pytest", f"packages/{package}/tests/test_contract.py", *session.posargs, env=env)
 
 
 @nox.session(python=None)
