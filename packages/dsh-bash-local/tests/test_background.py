@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -58,9 +59,37 @@ async def test_outcome_of_a_killed_process_names_the_signal(executor: LocalBashE
 
 async def test_aclose_kills_running_background_processes(tmp_path: Path) -> None:
     async with LocalBashExecutor() as executor:
-        process = executor.start(executor.resolve(ShellExecRequest("sleep 600", workdir=tmp_path)))
+        request = ShellExecRequest("echo > ready; exec sleep 600", workdir=tmp_path)
+        process = executor.start(executor.resolve(request))
+        for _ in range(3000):  # a safety net of about a minute, not a speed requirement
+            if (tmp_path / "ready").exists():
+                break
+            await asyncio.sleep(0.02)
+        assert process.pgid is not None
     assert process.status == "killed"
-    assert process.pgid is None or not _alive(process.pgid)
+    assert not _alive(process.pgid)
+
+
+async def test_a_kill_before_the_spawn_never_runs_the_command(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    process = executor.start(executor.resolve(ShellExecRequest("touch ran", workdir=tmp_path)))
+    assert process.kill()
+    assert await process.wait() == "killed"
+    assert (process.pgid, (tmp_path / "ran").exists()) == (None, False)
+
+
+async def test_a_spawn_raising_an_unexpected_error_still_settles_as_killed(
+    executor: LocalBashExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_popen(*args: object, **kwargs: object) -> None:
+        raise subprocess.SubprocessError("no child today")
+
+    monkeypatch.setattr(subprocess, "Popen", failing_popen)
+    process = executor.start(executor.resolve(ShellExecRequest("true")))
+    assert await asyncio.wait_for(process.wait(), 60) == "killed"
+    delta = process.read_output().delta
+    assert ("spawn failed:" in delta, "no child today" in delta) == (True, True)
 
 
 def test_background_groups_die_when_the_host_interpreter_exits(tmp_path: Path) -> None:

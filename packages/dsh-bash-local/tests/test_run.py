@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,18 +14,12 @@ from dsh_bash_local import LocalBashConfig, LocalBashExecutor
 from dsh_shell import (
     ShellExecRequest,
     ShellNotFoundError,
+    ShellSpawnError,
     ShellWorkdirError,
     render_result,
 )
 
 pytestmark = pytest.mark.usefixtures("spawn_path")
-
-
-def _recorded_pid(path: Path) -> int | None:
-    try:
-        return int(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _alive(pid: int) -> bool:
@@ -133,14 +128,54 @@ async def test_a_cancellation_while_spawning_still_reports_aborted(
 async def test_a_cancellation_while_spawning_leaves_no_process(
     executor: LocalBashExecutor, tmp_path: Path
 ) -> None:
-    spec = executor.resolve(ShellExecRequest("echo $$ > pid; exec sleep 600", workdir=tmp_path))
+    # The marker is in the shell's argv and, after exec -a, in the sleep's: whichever ran.
+    marker = f"dsh-test-{os.getpid()}-{id(tmp_path):x}"
+    spec = executor.resolve(ShellExecRequest(f"exec -a {marker} sleep 600", workdir=tmp_path))
     task = asyncio.ensure_future(executor.run(spec))
     await asyncio.sleep(0)
     task.cancel()
     await task
-    pid = _recorded_pid(tmp_path / "pid")
-    if pid is not None:  # the shell may have been killed before it wrote its pid
-        assert not _alive(pid)
+    assert _live_pids_with_argument(marker) == []
+
+
+def _live_pids_with_argument(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(marker.encode() in argument for argument in argv) and _alive(int(entry.name)):
+            pids.append(int(entry.name))
+    return pids
+
+
+async def test_a_spawn_raising_an_unexpected_error_is_a_spawn_error(
+    executor: LocalBashExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_popen(*args: object, **kwargs: object) -> None:
+        raise subprocess.SubprocessError("no child today")
+
+    spec = executor.resolve(ShellExecRequest("true"))
+    monkeypatch.setattr(subprocess, "Popen", failing_popen)
+    with pytest.raises(ShellSpawnError, match="no child today"):
+        await executor.run(spec)
+
+
+async def test_a_failed_spawn_leaves_no_descriptor_open(
+    executor: LocalBashExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_popen(*args: object, **kwargs: object) -> None:
+        raise subprocess.SubprocessError("no child today")
+
+    spec = executor.resolve(ShellExecRequest("cat", stdin="x"))
+    before = sorted(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(subprocess, "Popen", failing_popen)
+    with pytest.raises(ShellSpawnError):
+        await executor.run(spec)
+    assert sorted(os.listdir("/proc/self/fd")) == before
 
 
 _TERM_TRAPPER = "trap 'echo term > got-term' TERM; echo > ready; while :; do sleep 0.05; done"

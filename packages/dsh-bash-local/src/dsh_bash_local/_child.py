@@ -70,7 +70,11 @@ def check_workdir(workdir: Path) -> None:
         raise ShellWorkdirError(workdir, reason)
 
 
-def spawn_error(error: OSError, shell: str, command: str, workdir: Path) -> Exception:
+SPAWN_FAILURES = (OSError, ValueError, subprocess.SubprocessError)
+"""What ``subprocess.Popen`` raises when it cannot start a child."""
+
+
+def spawn_error(error: Exception, shell: str, command: str, workdir: Path) -> Exception:
     """The `ShellError` a failed spawn of ``shell -c command`` in ``workdir`` stands for."""
     if isinstance(error, FileNotFoundError | PermissionError | NotADirectoryError):
         if error.filename is not None and os.fspath(error.filename) == os.fspath(workdir):
@@ -159,7 +163,7 @@ async def _spawn_transport_child(
             env=env,
             start_new_session=True,
         )
-    except OSError as error:
+    except SPAWN_FAILURES as error:
         raise spawn_error(error, shell, command, workdir) from error
     child = TransportChild(transport, settlement, stdout, stderr)
     if stdin is not None:

@@ -59,5 +59,5 @@ class LocalBashConfig:
             raise ShellValueError("config.grace", grace, "a number of seconds")
         if not math.isfinite(grace) or grace <= 0 or grace > _MAX_GRACE:
             raise ShellValueError("config.grace", grace, f"seconds in (0, {_MAX_GRACE}]")
-        if not isinstance(self.shell, str) or not self.shell:
+        if not isinstance(self.shell, str) or not self.shell or "\0" in self.shell:
             raise ShellValueError("config.shell", self.shell, "a program name or path")

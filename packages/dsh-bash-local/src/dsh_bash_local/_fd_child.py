@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from dsh_bash_local._child import Child, decode_returncode, spawn_error
+from dsh_bash_local._child import SPAWN_FAILURES, Child, decode_returncode, spawn_error
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._group import kill_group_now
 from dsh_bash_local._settle import Settlement
@@ -171,10 +171,12 @@ def spawn_fd_child(
             env=env,
             start_new_session=True,
         )
-    except OSError as error:
+    except BaseException as error:
         for fd in parent_ends:
             os.close(fd)
-        raise spawn_error(error, shell, command, workdir) from error
+        if isinstance(error, SPAWN_FAILURES):
+            raise spawn_error(error, shell, command, workdir) from error
+        raise
     finally:
         for fd in child_ends:
             os.close(fd)

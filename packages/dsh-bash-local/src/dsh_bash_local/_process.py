@@ -9,7 +9,7 @@ from dsh_bash_local._child import Child, check_workdir
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._group import kill_group_now, terminate_group
 from dsh_bash_local._spawn import spawn
-from dsh_shell import ProcessRead, ProcessStatus, ShellError, ShellExecSpec, merge_streams
+from dsh_shell import ProcessRead, ProcessStatus, ShellExecSpec, merge_streams
 
 
 class LocalShellProcess:
@@ -47,6 +47,8 @@ class LocalShellProcess:
         self._offsets = [0, 0]
         self._settled: asyncio.Future[None] = loop.create_future()
         self._task = loop.create_task(self._main(), name=f"dsh-shell: {spec.command[:40]}")
+        # A task cancelled before its first step never runs _main: settle it anyway.
+        self._task.add_done_callback(lambda _: self._settle("killed"))
 
     @property
     def status(self) -> ProcessStatus:
@@ -109,6 +111,9 @@ class LocalShellProcess:
         self._on_settled(self)
 
     async def _main(self) -> None:
+        if self._kill_requested:  # killed before the spawn: the command never starts
+            self._end_unspawned(note=None)
+            return
         try:
             check_workdir(self.spec.workdir)
             child, cancelled = await spawn(
@@ -121,11 +126,8 @@ class LocalShellProcess:
                 stderr=self._stderr,
                 drain_bound=self._grace,
             )
-        except (ShellError, OSError) as error:
-            self._stderr.feed(f"spawn failed: {error}\n".encode())
-            self._stdout.close()
-            self._stderr.close()
-            self._settle("killed")
+        except Exception as error:  # whatever failed, the process settles and says why
+            self._end_unspawned(note=f"spawn failed: {error}")
             return
         self._child = child
         try:
@@ -146,6 +148,13 @@ class LocalShellProcess:
         self._record_exit(child)
         killed = self._kill_requested or self._signal is not None
         self._settle("killed" if killed else "completed")
+
+    def _end_unspawned(self, *, note: str | None) -> None:
+        if note is not None:  # delivered once, through read_output's [stderr] section
+            self._stderr.feed(f"{note}\n".encode())
+        self._stdout.close()
+        self._stderr.close()
+        self._settle("killed")
 
     def _record_exit(self, child: Child) -> None:
         self._exit_code, self._signal = child.exit_status
