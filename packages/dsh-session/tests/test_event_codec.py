@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any, cast
 
 import pytest
 from hypothesis import given
@@ -19,6 +20,7 @@ from dsh_session import (
     SurfaceReplace,
     ToolResultEvent,
     UserMessageEvent,
+    check_event,
     decode_event,
     encode_event,
     is_known_event_type,
@@ -208,6 +210,18 @@ def test_make_event_builds_the_typed_class_and_snapshots_data() -> None:
         b'{"type":"user/message","seq":0,"time":5,"data":{"content":[{"type":"text","text":"hi"}],'
         b'"source":{"kind":"user"}},"surfaceOp":"append"}'
     )
+
+
+def test_check_event_accepts_a_decoded_event_and_refuses_one_whose_shape_was_mutated() -> None:
+    event = make_event("step/start", 3, 5, {"turn": 1, "step": 1})
+    check_event(event)
+    data = cast(dict[str, Any], event.data)
+    data["turn"] = "one"
+    with pytest.raises(EventDecodeError, match=r"step/start: data\.turn must be an integer"):
+        check_event(event)
+    del data["turn"]
+    with pytest.raises(EventDecodeError, match=r"data\.turn is missing"):
+        check_event(event)
 
 
 def test_make_event_writes_envelope_keys_in_wire_order() -> None:

@@ -5,7 +5,7 @@ re-encodes to the same bytes. Import everything from the package root.
 """
 
 from dsh_session._chunks import ROW_TYPES, decode_row, encode_rows, row_last_seq
-from dsh_session._codec import decode_event, encode_event, make_event
+from dsh_session._codec import check_event, decode_event, encode_event, make_event
 from dsh_session._data import (
     AssistantChunkData,
     AssistantMessageData,
@@ -150,6 +150,7 @@ __all__ = [
     "UnsupportedFormatVersionError",
     "UserMessageData",
     "UserMessageEvent",
+    "check_event",
     "decode_event",
     "decode_header_line",
     "decode_row",

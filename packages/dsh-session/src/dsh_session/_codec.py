@@ -71,6 +71,18 @@ def decode_event(line: bytes | str) -> SessionEvent:
     return build(wire)  # type: ignore[no-any-return]
 
 
+def check_event(event: SessionEvent) -> None:
+    """Check that ``event``'s wire object, as it is now, has its type's shape.
+
+    An event's wire object is shared (a caller can mutate ``data``), so a writer that keeps the
+    :func:`encode_event` bytes instead of decoding them back calls this at the same moment to
+    refuse what a read would refuse. Raises :class:`EventDecodeError` naming the problem. (A
+    refused event may still decode after its round trip, e.g. a float ``1.0`` written as ``1``:
+    decode the encoded line to decide.)
+    """
+    wrap_wire(event.to_wire())
+
+
 def encode_event(event: SessionEvent) -> bytes:
     """The compact canonical JSON line of ``event`` (no trailing newline).
 
