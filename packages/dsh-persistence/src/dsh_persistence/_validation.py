@@ -8,7 +8,7 @@ its id and format version — version first — and, for a write open, the event
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError
 
 from dsh_persistence._errors import (
     SessionFormatUnsupportedError,
@@ -21,6 +21,7 @@ from dsh_session import (
     SessionEvent,
     SessionHeader,
     UnsupportedFormatVersionError,
+    check_event,
     decode_event,
     decode_header_line,
     encode_event,
@@ -159,30 +160,71 @@ def assert_contiguous(session_id: str, events: Sequence[SessionEvent], next_seq:
             )
 
 
-@dataclass(frozen=True, slots=True)
 class AppendBatch:
-    """A batch ready to store: detached ``events`` and their canonical ``lines`` (no newline)."""
+    """A batch ready to store: its canonical ``lines`` (no newline) and the detached ``events``
+    those lines decode to (what a read returns).
 
-    events: tuple[SessionEvent, ...]
+    A backend that stores the lines needs no event objects on its write path, so ``events`` are
+    decoded from ``lines`` on first access. Immutable; equal when the lines are equal.
+    """
+
+    __slots__ = ("_events", "lines")
     lines: tuple[bytes, ...]
+    _events: tuple[SessionEvent, ...] | None
+
+    def __init__(self, events: Sequence[SessionEvent] | None, lines: Sequence[bytes]) -> None:
+        """``events`` may be ``None``: they are then decoded from ``lines`` when first read."""
+        _set(self, "lines", tuple(lines))
+        _set(self, "_events", None if events is None else tuple(events))
+
+    @property
+    def events(self) -> tuple[SessionEvent, ...]:
+        """The detached events (decoded from ``lines`` on first access)."""
+        events = self._events
+        if events is None:
+            events = tuple(map(decode_event, self.lines))
+            _set(self, "_events", events)
+        return events
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self.lines)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AppendBatch):
+            return NotImplemented
+        return self.lines == other.lines
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"AppendBatch(lines={self.lines!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (AppendBatch, (self._events, self.lines))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+_set = object.__setattr__
 
 
 def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) -> AppendBatch:
     """Snapshot a batch losslessly before it is queued or stored.
 
-    Each event is encoded with the wire codec and decoded back, so the stored copy is detached
-    from the caller's objects (later mutation cannot reach it) and equals what a read will
-    return. Anything that is not a losslessly JSON-serializable event raises ``TypeError`` (the
-    message says "not losslessly JSON-serializable" for bad data). Contiguity is checked
-    separately (``assert_contiguous``).
+    Each event is encoded with the wire codec, and its shape checked at that same moment, so the
+    stored lines are detached from the caller's objects (later mutation cannot reach them) and
+    decode to what a read will return: ``batch.events`` (decoded on first access). Anything that
+    is not a losslessly JSON-serializable event raises ``TypeError`` (the message says "not
+    losslessly JSON-serializable" for bad data). Contiguity is checked separately
+    (``assert_contiguous``).
     """
     given: object = events
     if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
         raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
-    detached: list[SessionEvent] = []
     lines: list[bytes] = []
     for index, event in enumerate(events):
         try:
@@ -198,15 +240,18 @@ def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) ->
                 f"({type(event).__name__}): {error}"
             ) from error
         try:
-            copy = decode_event(line)
-        except ValueError as error:
-            raise TypeError(
-                f"session {session_id!r}: event at index {index} does not survive its own "
-                f"encoding: {error}"
-            ) from error
-        detached.append(copy)
+            check_event(event)
+        except Exception:
+            # the encoded line decides (its round trip may mend it, e.g. 1.0 written as 1)
+            try:
+                decode_event(line)
+            except ValueError as error:
+                raise TypeError(
+                    f"session {session_id!r}: event at index {index} does not survive its own "
+                    f"encoding: {error}"
+                ) from error
         lines.append(line)
-    return AppendBatch(tuple(detached), tuple(lines))
+    return AppendBatch(None, lines)
 
 
 def materialize_create_header(
