@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Literal, Self
 
 from dsh_persistence import (
+    AppendBatch,
     SessionHandleClosedError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
@@ -24,7 +25,7 @@ from dsh_persistence_jsonl._lock import SessionLock
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import read_suffix
 from dsh_persistence_jsonl._zstdframes import compress_frame
-from dsh_session import SessionEvent, SessionHeader, encode_rows
+from dsh_session import SessionEvent, SessionHeader, decode_event, encode_rows
 
 if TYPE_CHECKING:
     from dsh_persistence_jsonl._backend import JsonlPersistence
@@ -72,6 +73,7 @@ class JsonlSessionHandle:
         self._closed = False
         self._close_task: asyncio.Future[None] | None = None
         self._mutex = asyncio.Lock()
+        self._unread: list[bytes] = []  # lines appended here, decoded on the next read
         self._busy = 0  # operations holding or waiting for the mutex
         # write side
         self._fd: int | None = None
@@ -128,8 +130,19 @@ class JsonlSessionHandle:
         check_read_range(offset, length)
         if self._access == "read":
             await self._refresh()
+        elif self._unread:
+            self._settle()
         stop = None if length is None else offset + length
         return self._events[offset:stop]
+
+    def _settle(self) -> None:
+        """Decode the lines this write handle appended since its last read."""
+        self._events.extend(map(decode_event, self._unread))
+        self._unread.clear()
+
+    @property
+    def _next_seq(self) -> int:
+        return len(self._events) + len(self._unread)
 
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Append a contiguous batch starting at the stored next seq; visible on return."""
@@ -137,39 +150,57 @@ class JsonlSessionHandle:
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="append")
         batch = materialize_append_batch(self.id, events)  # TypeError: not events / not JSON
-        if not batch.events:
+        if not batch.lines:
             return
         if self._busy == 0 and self._fd is not None:
             # Nothing queued or in flight and the log is open: the whole append runs now without
             # an await, so nothing can interleave and no cancellation can cut it (no task).
             self._check_released("append")
-            self._append_now(batch.events, batch.lines)
+            payload, detached = self._prepare(batch, events)
+            self._write(payload)
+            self._commit(batch, detached)
             return
-        await run_to_completion(self._append(batch.events, batch.lines))
+        await run_to_completion(self._append(batch))
 
-    async def _append(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> None:
+    async def _append(self, batch: AppendBatch) -> None:
         self._busy += 1
         try:
             async with self._mutex:
                 self._check_released("append")
+                # the batch's detached events: the caller may have changed its own meanwhile
+                payload, detached = self._prepare(batch, None)
                 if self._fd is None:
-                    assert_contiguous(self.id, events, len(self._events))
-                    await self._backend._materialize(self, self._payload(events, lines))
-                    self._events.extend(events)
+                    await self._backend._materialize(self, payload)
                 else:
-                    self._append_now(events, lines)
+                    self._write(payload)
+                self._commit(batch, detached)
         finally:
             self._busy -= 1
 
-    def _payload(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> bytes:
-        if self._backend.pack_chunks:
-            return b"\n".join(encode_rows(events, pack_chunks=True)) + b"\n"
-        return b"\n".join(lines) + b"\n"
+    def _prepare(
+        self, batch: AppendBatch, events: Sequence[SessionEvent] | None
+    ) -> tuple[bytes, Sequence[SessionEvent] | None]:
+        """Check contiguity; return the bytes to write and the detached events to keep (``None``:
+        keep the plain lines undecoded until a read asks for events). ``events`` are the
+        caller's, still carrying the seqs just encoded (no await since), or ``None``: use the
+        batch's detached events."""
+        pack = self._backend.pack_chunks
+        if events is None or pack:
+            detached = batch.events
+            assert_contiguous(self.id, detached, self._next_seq)
+            rows = encode_rows(detached, pack_chunks=True) if pack else batch.lines
+            return b"\n".join([*rows, b""]), detached
+        assert_contiguous(self.id, events, self._next_seq)
+        return b"\n".join([*batch.lines, b""]), None
 
-    def _append_now(self, events: Sequence[SessionEvent], lines: Sequence[bytes]) -> None:
-        assert_contiguous(self.id, events, len(self._events))
-        self._write(self._payload(events, lines))
-        self._events.extend(events)
+    def _commit(self, batch: AppendBatch, detached: Sequence[SessionEvent] | None) -> None:
+        """Count a written batch as appended (visible to reads)."""
+        if detached is None:
+            self._unread.extend(batch.lines)
+        else:
+            if self._unread:
+                self._settle()
+            self._events.extend(detached)
 
     def _write(self, payload: bytes) -> None:
         # One batch into the page cache runs inline: cheaper than a thread hop (bench_jsonl);
