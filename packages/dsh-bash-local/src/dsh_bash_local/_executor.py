@@ -11,7 +11,7 @@ import weakref
 from types import TracebackType
 from typing import Literal
 
-from dsh_bash_local._child import Child, check_workdir, settle
+from dsh_bash_local._child import Child, Launch, check_workdir, encode_stdin, settle
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._config import LocalBashConfig
 from dsh_bash_local._group import kill_group_now, terminate_group
@@ -74,8 +74,19 @@ class LocalBashExecutor:
             max_bytes, self.config.max_spill_bytes, lambda: self._spill.open(label)
         )
 
-    def _child_env(self, spec: ShellExecSpec) -> dict[str, str]:
-        return compose_child_environment(os.environ, env=spec.env, dsh_env=spec.dsh_env)
+    def _launch(
+        self, spec: ShellExecSpec, stdout: OutputCollector, stderr: OutputCollector
+    ) -> Launch:
+        return Launch(
+            shell=self.config.shell,
+            command=spec.command,
+            workdir=spec.workdir,
+            env=compose_child_environment(os.environ, env=spec.env, dsh_env=spec.dsh_env),
+            stdin=encode_stdin(spec.stdin),
+            stdout=stdout,
+            stderr=stderr,
+            grace=self.config.grace,
+        )
 
     async def run(self, spec: ShellExecSpec) -> ShellRunResult:
         """Run in the foreground; see `dsh_shell.ShellExecutor.run`.
@@ -91,16 +102,7 @@ class LocalBashExecutor:
         stderr = self._collector(self.config.max_output_bytes, "stderr")
         loop = asyncio.get_running_loop()
         started = loop.time()
-        child, cancelled = await spawn(
-            self.config.shell,
-            spec.command,
-            workdir=spec.workdir,
-            env=self._child_env(spec),
-            stdin=spec.stdin,
-            stdout=stdout,
-            stderr=stderr,
-            drain_bound=self.config.grace,
-        )
+        child, cancelled = await spawn(self._launch(spec, stdout, stderr))
         self._running_groups.add(child.pgid)
         try:
             cause: _Cause = (
@@ -132,15 +134,12 @@ class LocalBashExecutor:
 
     def start(self, spec: ShellExecSpec) -> LocalShellProcess:
         """Start in the background and return at once (needs a running event loop)."""
-        process = LocalShellProcess(
+        launch = self._launch(
             spec,
-            shell=self.config.shell,
-            env=self._child_env(spec),
-            grace=self.config.grace,
-            stdout=self._collector(self.config.max_output_bytes, "stdout"),
-            stderr=self._collector(self.config.max_output_bytes, "stderr"),
-            on_settled=self._processes.discard,
+            self._collector(self.config.max_output_bytes, "stdout"),
+            self._collector(self.config.max_output_bytes, "stderr"),
         )
+        process = LocalShellProcess(spec, launch, on_settled=self._processes.discard)
         self._processes.add(process)
         return process
 

@@ -1,7 +1,8 @@
 """A child watched through a Linux pidfd, its pipes read straight from the event loop.
 
 No helper thread per child and no await between fork and watching, so a spawn cannot be
-interrupted halfway. Used when ``os.pidfd_open`` works; `_child.TransportChild` otherwise.
+interrupted halfway. Used when ``os.pidfd_open`` works; `_transport_child.TransportChild`
+otherwise.
 """
 
 from __future__ import annotations
@@ -9,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-from pathlib import Path
 
-from dsh_bash_local._child import SPAWN_FAILURES, Child, decode_returncode, spawn_error
+from dsh_bash_local._child import SPAWN_FAILURES, Child, Launch
 from dsh_bash_local._collector import OutputCollector
 from dsh_bash_local._group import kill_group_now
 from dsh_bash_local._settle import Settlement
@@ -36,7 +36,7 @@ PIDFD_AVAILABLE = _pidfd_works()
 """Whether this host supports pidfds (Linux 5.3+)."""
 
 
-class FdChild:
+class FdChild(Child):
     """A ``Popen`` child whose exit arrives through a pidfd and whose pipes the loop reads."""
 
     def __init__(
@@ -45,34 +45,21 @@ class FdChild:
         popen: subprocess.Popen[bytes],
         pidfd: int,
         readers: dict[int, OutputCollector],
-        drain_bound: float,
+        launch: Launch,
     ) -> None:
+        super().__init__(popen.pid, Settlement(loop, set(readers), launch.grace), launch)
         self._loop = loop
         self._popen = popen
         self._pidfd: int | None = pidfd
         self._readers = dict(readers)
-        self._collectors = list(readers.values())
-        self._settlement = Settlement(loop, set(readers), drain_bound)
         self._stdin_fd: int | None = None
         self._stdin_data = memoryview(b"")
-        self.pgid = popen.pid
         loop.add_reader(pidfd, self._on_exit)
         for fd, collector in readers.items():
             loop.add_reader(fd, self._on_readable, fd, collector)
 
-    @property
-    def exited(self) -> bool:
-        """Whether the shell has exited."""
-        return self._settlement.exited
-
-    def settlement(self) -> asyncio.Future[None]:
-        """A new future done at settlement."""
-        return self._settlement.waiter()
-
-    @property
-    def exit_status(self) -> tuple[int | None, str | None]:
-        """The decoded exit status once exited."""
-        return decode_returncode(self._popen.returncode)
+    def _returncode(self) -> int | None:
+        return self._popen.returncode
 
     def feed_stdin(self, fd: int, data: bytes) -> None:
         """Write ``data`` to the child's stdin without blocking, then close it."""
@@ -134,48 +121,36 @@ class FdChild:
             self._pidfd = None
         self._settlement.process_exited()
 
-    def close(self) -> None:
-        """Stop reading both pipes and stdin and seal the collectors (the exit is still reaped)."""
+    def _stop_reading(self) -> None:
+        # The pidfd stays watched: the exit is still reaped.
         self._close_stdin()
         for fd in list(self._readers):
             self._close_reader(fd)
-        for collector in self._collectors:
-            collector.close()
 
 
-def spawn_fd_child(
-    shell: str,
-    command: str,
-    *,
-    workdir: Path,
-    env: dict[str, str],
-    stdin: str | bytes | None,
-    stdout: OutputCollector,
-    stderr: OutputCollector,
-    drain_bound: float,
-) -> Child:
-    """Start ``shell -c command`` (non-login) in a new session, synchronously."""
+def spawn_fd_child(launch: Launch) -> Child:
+    """Start ``launch`` in a new session, synchronously."""
     loop = asyncio.get_running_loop()
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    in_read, in_write = os.pipe() if stdin is not None else (None, None)
+    in_read, in_write = os.pipe() if launch.stdin is not None else (None, None)
     parent_ends = [fd for fd in (out_read, err_read, in_write) if fd is not None]
     child_ends = [fd for fd in (out_write, err_write, in_read) if fd is not None]
     try:
         popen = subprocess.Popen(
-            [shell, "-c", command],
+            launch.argv,
             stdin=in_read if in_read is not None else subprocess.DEVNULL,
             stdout=out_write,
             stderr=err_write,
-            cwd=workdir,
-            env=env,
+            cwd=launch.workdir,
+            env=launch.env,
             start_new_session=True,
         )
     except BaseException as error:
         for fd in parent_ends:
             os.close(fd)
         if isinstance(error, SPAWN_FAILURES):
-            raise spawn_error(error, shell, command, workdir) from error
+            raise launch.spawn_error(error) from error
         raise
     finally:
         for fd in child_ends:
@@ -187,11 +162,11 @@ def spawn_fd_child(
         popen.wait()
         for fd in parent_ends:
             os.close(fd)
-        raise ShellSpawnError(command, f"cannot watch the child: {error}") from error
+        raise ShellSpawnError(launch.command, f"cannot watch the child: {error}") from error
     for fd in parent_ends:
         os.set_blocking(fd, False)
-    child = FdChild(loop, popen, pidfd, {out_read: stdout, err_read: stderr}, drain_bound)
+    readers = {out_read: launch.stdout, err_read: launch.stderr}
+    child = FdChild(loop, popen, pidfd, readers, launch)
     if in_write is not None:
-        data = stdin.encode("utf-8") if isinstance(stdin, str) else (stdin or b"")
-        child.feed_stdin(in_write, data)
+        child.feed_stdin(in_write, launch.stdin or b"")
     return child

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from dsh_bash_local._child import Child, check_workdir
-from dsh_bash_local._collector import OutputCollector
+from dsh_bash_local._child import Child, Launch, check_workdir
 from dsh_bash_local._group import kill_group_now, terminate_group
 from dsh_bash_local._spawn import spawn
 from dsh_shell import ProcessRead, ProcessStatus, ShellExecSpec, merge_streams
@@ -22,21 +21,15 @@ class LocalShellProcess:
     def __init__(
         self,
         spec: ShellExecSpec,
+        launch: Launch,
         *,
-        shell: str,
-        env: dict[str, str],
-        grace: float,
-        stdout: OutputCollector,
-        stderr: OutputCollector,
         on_settled: Callable[[LocalShellProcess], None],
     ) -> None:
         loop = asyncio.get_running_loop()
         self.spec = spec
-        self._shell = shell
-        self._env = env
-        self._grace = grace
-        self._stdout = stdout
-        self._stderr = stderr
+        self._launch = launch
+        self._stdout = launch.stdout
+        self._stderr = launch.stderr
         self._on_settled = on_settled
         self._status: ProcessStatus = "running"
         self._exit_code: int | None = None
@@ -100,7 +93,7 @@ class LocalShellProcess:
     def _begin_termination(self, child: Child) -> None:
         if self._terminator is None:
             self._terminator = asyncio.get_running_loop().create_task(
-                terminate_group(child.pgid, self._grace)
+                terminate_group(child.pgid, self._launch.grace)
             )
 
     def _settle(self, status: ProcessStatus) -> None:
@@ -111,21 +104,12 @@ class LocalShellProcess:
         self._on_settled(self)
 
     async def _main(self) -> None:
-        if self._kill_requested:  # killed before the spawn: the command never starts
+        if self._status == "killed":  # killed before the spawn: the command never starts
             self._end_unspawned(note=None)
             return
         try:
             check_workdir(self.spec.workdir)
-            child, cancelled = await spawn(
-                self._shell,
-                self.spec.command,
-                workdir=self.spec.workdir,
-                env=self._env,
-                stdin=self.spec.stdin,
-                stdout=self._stdout,
-                stderr=self._stderr,
-                drain_bound=self._grace,
-            )
+            child, cancelled = await spawn(self._launch)
         except Exception as error:  # whatever failed, the process settles and says why
             self._end_unspawned(note=f"spawn failed: {error}")
             return

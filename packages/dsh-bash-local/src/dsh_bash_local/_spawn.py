@@ -2,48 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dsh_bash_local import _fd_child
-from dsh_bash_local._child import Child, spawn_transport_child
-from dsh_bash_local._collector import OutputCollector
+from dsh_bash_local._child import Child, Launch
+from dsh_bash_local._transport_child import spawn_transport_child
 
 
-async def spawn(
-    shell: str,
-    command: str,
-    *,
-    workdir: Path,
-    env: dict[str, str],
-    stdin: str | bytes | None,
-    stdout: OutputCollector,
-    stderr: OutputCollector,
-    drain_bound: float,
-) -> tuple[Child, bool]:
-    """Start ``shell -c command``; the flag tells whether the caller was cancelled meanwhile.
+async def spawn(launch: Launch) -> tuple[Child, bool]:
+    """Start ``launch``; the flag tells whether the caller was cancelled meanwhile.
 
     With pidfds (Linux) the spawn is synchronous, so it cannot be interrupted; otherwise the
     loop's subprocess transport is used with the cancellation held until the spawn is done.
     """
     if _fd_child.PIDFD_AVAILABLE:
-        child = _fd_child.spawn_fd_child(
-            shell,
-            command,
-            workdir=workdir,
-            env=env,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            drain_bound=drain_bound,
-        )
-        return child, False
-    return await spawn_transport_child(
-        shell,
-        command,
-        workdir=workdir,
-        env=env,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        drain_bound=drain_bound,
-    )
+        return _fd_child.spawn_fd_child(launch), False
+    return await spawn_transport_child(launch)
