@@ -15,6 +15,7 @@ from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_
 from dsh_session import SessionFormatError, SessionHeader, decode_header_line
 
 _HEADER_MEMO = 65536
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class RootCatalog(RootLayout):
@@ -70,10 +71,17 @@ class RootCatalog(RootLayout):
                 if not project.is_dir():
                     continue
                 with os.scandir(project.path) as sessions:
-                    for session in sessions:
-                        snapshot = self._scan_session(project.name, session.path, session.name)
-                        if snapshot is not None:
-                            snapshots.append(snapshot)
+                    # logs are opened relative to the project directory: a shorter path walk
+                    project_fd = os.open(project.path, _DIRECTORY_FLAGS)
+                    try:
+                        for session in sessions:
+                            snapshot = self._scan_session(
+                                project.name, session.path, session.name, project_fd
+                            )
+                            if snapshot is not None:
+                                snapshots.append(snapshot)
+                    finally:
+                        os.close(project_fd)
         return snapshots
 
     def _header_of(self, line: bytes) -> SessionHeader:
@@ -86,10 +94,13 @@ class RootCatalog(RootLayout):
             self._headers[line] = header
         return header
 
-    def _scan_session(self, project: str, directory: str, name: str) -> SessionSnapshot | None:
-        path = f"{directory}{os.sep}{self._log_name}"  # a scandir entry path: no trailing sep
+    def _scan_session(
+        self, project: str, directory: str, name: str, project_fd: int
+    ) -> SessionSnapshot | None:
         try:
-            info = read_header_info(path, self._compression)
+            info = read_header_info(
+                f"{name}{os.sep}{self._log_name}", self._compression, dir_fd=project_fd
+            )
         except FileNotFoundError:
             other = os.path.join(directory, self._other_name)
             if os.path.exists(other):
@@ -103,4 +114,5 @@ class RootCatalog(RootLayout):
             return None  # unreadable here; open() names the problem
         if session_segment(header.id) != name or project_dir_name(header.cwd) != project:
             return None
-        return self._snapshot(header, path, info)
+        # a scandir entry path has no trailing separator
+        return self._snapshot(header, f"{directory}{os.sep}{self._log_name}", info)

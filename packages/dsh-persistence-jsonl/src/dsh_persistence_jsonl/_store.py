@@ -212,9 +212,12 @@ def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | N
         return None
 
 
-def read_header_info(path: str | Path, compression: Compression) -> HeaderInfo:
-    """Read only the header (first line or first frame), the metadata and the last row."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+def read_header_info(
+    path: str | Path, compression: Compression, *, dir_fd: int | None = None
+) -> HeaderInfo:
+    """Read only the header (first line or first frame), the metadata and the last row
+    (``path`` relative to the directory ``dir_fd`` when given)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         # a small log in one read: its last row (event_count) comes with the header
