@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor, LocalShellProcess
+from dsh_shell import ShellProcess
 from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tools import ToolCall, ToolRegistry, ToolResult
 
@@ -46,6 +47,16 @@ class Harness:
         self.counter += 1
         call = ToolCall(f"call-{self.counter}", name, json.dumps(arguments))
         return await self.tools.execute(call, agent)
+
+
+async def _until_spawned(process: ShellProcess) -> None:
+    """Wait until the local executor has spawned the job's group (a killed job never spawns)."""
+    assert isinstance(process, LocalShellProcess)
+    for _ in range(3000):  # a safety net of about a minute, not a speed requirement
+        if process.pgid is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the background job was never spawned")
 
 
 @pytest.fixture
@@ -163,6 +174,7 @@ async def test_a_background_job_is_killed_when_its_owner_is_disposed(harness: Ha
     await harness.call("bash", arguments, other)
     mine = harness.jobs.get("bash-1", "session-owner").process
     theirs = harness.jobs.get("bash-2", "session-other").process
+    await _until_spawned(mine)
     assert await harness.jobs.dispose_owner("session-owner") == ["bash-1"]
     assert mine.status == "killed"
     assert mine.signal in {"SIGTERM", "SIGKILL"}
@@ -176,6 +188,7 @@ async def test_job_kill_stops_a_real_job(harness: Harness) -> None:
     agent = Agent("session-kill", str(harness.workspace))
     arguments = {"command": "sleep 60", "description": "Sleep", "run_in_background": True}
     await harness.call("bash", arguments, agent)
+    await _until_spawned(harness.jobs.get("bash-1", "session-kill").process)
     killed = await harness.call("job_kill", {"job_id": "bash-1"}, agent)
     assert killed.text == "requested cancellation of job bash-1"
     await asyncio.wait_for(harness.jobs.get("bash-1", "session-kill").process.wait(), 30)
