@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -31,6 +32,11 @@ PRINT_FACTS = (
 class Agent:
     session_id: str
     cwd: str | None
+
+    @property
+    def session(self) -> SimpleNamespace:
+        """The session as `dsh_tools.ToolCaller` reads it: ``session.header.id``."""
+        return SimpleNamespace(header=SimpleNamespace(id=self.session_id))
 
 
 @dataclass

@@ -8,6 +8,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -33,6 +34,11 @@ class Caller:
 
     session_id: str = "session-a"
     cwd: str | None = "/work/project-a"
+
+    @property
+    def session(self) -> SimpleNamespace:
+        """The session as `dsh_tools.ToolCaller` reads it: ``session.header.id``."""
+        return SimpleNamespace(header=SimpleNamespace(id=self.session_id))
 
 
 class FakeProcess:

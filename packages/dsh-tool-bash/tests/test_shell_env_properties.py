@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -67,7 +68,7 @@ async def test_every_accepted_snapshot_is_a_valid_spec_overlay(
     caller: Any = None
     if session_id is not None:
         caller = Caller()
-        caller.session_id = session_id
+        caller.session = SimpleNamespace(header=SimpleNamespace(id=session_id))
     snapshot = await registry.collect(ToolExecution("c", "bash", {}, caller))
     spec = ShellExecSpec("true", "/", 1.0, 1, dsh_env=snapshot)
     assert dict(spec.dsh_env or {}) == {

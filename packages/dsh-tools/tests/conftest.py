@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,6 +70,11 @@ class WaitTool(ToolDefinition[WaitArgs]):
 class Caller:
     session_id: str = "session-1"
     cwd: str | None = "/home/user/project"
+
+    @property
+    def session(self) -> SimpleNamespace:
+        """The session as `dsh_tools.ToolCaller` reads it: ``session.header.id``."""
+        return SimpleNamespace(header=SimpleNamespace(id=self.session_id))
 
 
 @pytest.fixture

@@ -12,17 +12,28 @@ from dsh_llm import ToolCallBlock
 __all__ = ["ToolCall", "ToolCaller", "ToolExecution", "freeze_json"]
 
 
+class _CallerHeader(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class _CallerSession(Protocol):
+    @property
+    def header(self) -> _CallerHeader: ...
+
+
 @runtime_checkable
 class ToolCaller(Protocol):
     """The agent on whose behalf a tool runs.
 
-    ``session_id`` is the agent's session id (``session.header.id``); ``cwd`` its session working
-    directory (absolute), ``None`` when the session has none.
+    ``session.header.id`` is the agent's session id (a ``dsh_session.Session`` fits, as does
+    anything with that shape); ``cwd`` its session working directory (absolute), ``None`` when
+    the session has none.
     """
 
     @property
-    def session_id(self) -> str:
-        """The calling agent's session id."""
+    def session(self) -> _CallerSession:
+        """The calling agent's session; only ``session.header.id`` is read."""
         ...
 
     @property
@@ -65,8 +76,8 @@ class ToolExecution:
 
     @property
     def session_id(self) -> str | None:
-        """The caller's session id, ``None`` without a caller."""
-        return self.caller.session_id if self.caller is not None else None
+        """The caller's ``session.header.id``, ``None`` without a caller."""
+        return self.caller.session.header.id if self.caller is not None else None
 
 
 def freeze_json(value: Any) -> Any:
