@@ -4,8 +4,7 @@ Every model is a pydantic v2 model in the format v0 wire shape (camelCase keys o
 snake_case attributes in Python). ``to_wire()`` writes exactly the keys that were given.
 """
 
-from pydantic import TypeAdapter
-
+from dsh_llm._adapters import CONTENT_BLOCK_ADAPTER, MESSAGE_ADAPTER, STREAM_CHUNK_ADAPTER
 from dsh_llm._assemble import assemble_message
 from dsh_llm._chunks import (
     BlockEndChunk,
@@ -36,15 +35,6 @@ from dsh_llm._request import Model, ModelRequest, Sampling, ToolSchema
 from dsh_llm._source import MessageSource, ModelSource, PluginSource, ToolSource, UserSource
 from dsh_llm._usage import LlmFailure, Usage
 from dsh_llm._wire import WireModel
-
-MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-"""Validates any message (``validate_python`` / ``validate_json``) into its class."""
-
-STREAM_CHUNK_ADAPTER: TypeAdapter[StreamChunk] = TypeAdapter(StreamChunk)
-"""Validates any stream chunk (``validate_python`` / ``validate_json``) into its class."""
-
-CONTENT_BLOCK_ADAPTER: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
-"""Validates any content block (``validate_python`` / ``validate_json``) into its class."""
 
 __all__ = [
     "CONTENT_BLOCK_ADAPTER",
