@@ -108,6 +108,21 @@ async def test_a_nonzero_background_exit_is_completed_not_an_error(
     assert not result.is_error
 
 
+async def test_a_settled_job_read_to_its_end_releases_its_process_and_keeps_its_status(
+    call: Any, executor: Any, caller: Any, jobs: JobRegistry
+) -> None:
+    await _start(call, caller)
+    executor.processes[0].emit("bg-ok\n")
+    executor.processes[0].finish(3)
+    first = await call("job_output", {"job_id": "bash-1"}, caller)
+    again = await call("job_output", {"job_id": "bash-1"}, caller)
+    listed = await call("job_list", {}, caller)
+    assert first.text == "bg-ok\n[status: completed, exit code: 3]"
+    assert again.text == "(no new output)\n[status: completed, exit code: 3]"
+    assert listed.text.startswith("bash-1 [bash] completed — ")
+    assert jobs.get("bash-1", caller.session_id).process is not executor.processes[0]
+
+
 async def test_waiting_returns_once_the_job_settles(call: Any, executor: Any, caller: Any) -> None:
     await _start(call, caller)
     process = executor.processes[0]

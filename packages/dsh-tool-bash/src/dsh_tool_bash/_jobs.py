@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, TypeAlias
 
-from dsh_shell import NO_NEW_OUTPUT, ShellProcess, process_outcome, render_process_read
+from dsh_shell import (
+    NO_NEW_OUTPUT,
+    ProcessRead,
+    ProcessStatus,
+    ShellProcess,
+    process_outcome,
+    render_process_read,
+)
 from dsh_tool_bash._errors import ForeignJobError, UnknownJobError
 from dsh_tools import Disposer
 
@@ -44,7 +51,9 @@ class Job:
     """One background job: ``id`` (``<kind>-<n>``), what it runs, and the session owning it.
 
     ``owner`` is a session id, or ``None`` for a job started without an agent (open to every
-    caller). ``process`` is the running `dsh_shell.ShellProcess`.
+    caller). ``process`` is the job's `dsh_shell.ShellProcess`; once the job has settled and
+    its output was read to the end, it is replaced by a small record of the final status
+    (the real process and its output buffers are released).
     """
 
     id: str
@@ -67,6 +76,28 @@ class Job:
             f"background job {self.id} ({self.kind}: {_one_line(self.label)}) finished "
             f"{self.status_line}. Read its output with job_output."
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _SettledProcess:
+    """What a job keeps of a settled process once its output was read to the end.
+
+    The process (and the output buffers it holds) is released, so a session that runs many
+    background jobs does not keep every job's output in memory; the status stays readable.
+    """
+
+    status: ProcessStatus
+    exit_code: int | None
+    signal: str | None
+
+    async def wait(self) -> ProcessStatus:
+        return self.status
+
+    def read_output(self) -> ProcessRead:
+        return ProcessRead(delta="")
+
+    def kill(self) -> bool:
+        return False
 
 
 def job_status_line(process: ShellProcess) -> str:
@@ -193,10 +224,13 @@ class JobRegistry:
             limit = min(limit, MAX_WAIT) if math.isfinite(limit) else MAX_WAIT
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(job.process.wait(), max(limit, 0.0))
+        process = job.process
+        settled = process.status != "running"  # then this read gets all that is left
         status = job.status_line
-        if job.process.status != "running":
+        text = render_process_read(process.read_output()) or NO_NEW_OUTPUT
+        if settled:
             job._observed = True
-        text = render_process_read(job.process.read_output()) or NO_NEW_OUTPUT
+            job.process = _SettledProcess(process.status, process.exit_code, process.signal)
         separator = "" if text.endswith("\n") else "\n"
         return f"{text}{separator}{status}"
 
