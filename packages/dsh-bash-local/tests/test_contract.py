@@ -12,17 +12,22 @@ from dsh_shell.testing import CAPABILITIES, ExecutorContract, ExecutorFixture
 SPILL_CAP = 4 * 1024 * 1024
 
 
-class TestLocalBashExecutor(ExecutorContract):
+def _quick_fixture(spill_dir: Path) -> ExecutorFixture:
     """A short grace and a small spill cap keep the suite quick."""
+    config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=spill_dir)
+    return ExecutorFixture(
+        capabilities=CAPABILITIES,
+        make=lambda: LocalBashExecutor(config),
+        spill_cap_bytes=SPILL_CAP,
+    )
+
+
+class TestLocalBashExecutor(ExecutorContract):
+    """The spawn path this host prefers (pidfd on Linux), with a short grace."""
 
     @pytest.fixture
     def executor_fixture(self, tmp_path: Path) -> ExecutorFixture:
-        config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=tmp_path)
-        return ExecutorFixture(
-            capabilities=CAPABILITIES,
-            make=lambda: LocalBashExecutor(config),
-            spill_cap_bytes=SPILL_CAP,
-        )
+        return _quick_fixture(tmp_path)
 
 
 class TestLocalBashExecutorWithoutPidfd(ExecutorContract):
@@ -31,12 +36,7 @@ class TestLocalBashExecutorWithoutPidfd(ExecutorContract):
     @pytest.fixture
     def executor_fixture(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ExecutorFixture:
         monkeypatch.setattr(_fd_child, "PIDFD_AVAILABLE", False)
-        config = LocalBashConfig(grace=0.5, max_spill_bytes=SPILL_CAP, spill_dir=tmp_path)
-        return ExecutorFixture(
-            capabilities=CAPABILITIES,
-            make=lambda: LocalBashExecutor(config),
-            spill_cap_bytes=SPILL_CAP,
-        )
+        return _quick_fixture(tmp_path)
 
 
 class TestLocalBashExecutorDefaults(ExecutorContract):
