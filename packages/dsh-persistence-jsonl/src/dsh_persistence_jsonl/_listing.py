@@ -36,13 +36,13 @@ class RootCatalog(RootLayout):
         self, header: SessionHeader, path: str | Path, info: HeaderInfo
     ) -> SessionSnapshot:
         st = info.st
-        return SessionSnapshot(
-            header=header,
-            revision=revision_of(st),
-            event_count=info.event_count,
-            size_bytes=st.st_size,
-            updated_at=st.st_mtime_ns // 1_000_000,
-            plain_path=str(path) if self._compression == "none" else None,
+        return SessionSnapshot(  # positional (one per listed session): header, revision,
+            header,  # event_count, size_bytes, updated_at, plain_path
+            revision_of(st),
+            info.event_count,
+            st.st_size,
+            st.st_mtime_ns // 1_000_000,
+            str(path) if self._compression == "none" else None,
         )
 
     def _stat_sync(self, session_id: str) -> SessionSnapshot | None:
