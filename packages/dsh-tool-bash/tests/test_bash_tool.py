@@ -355,11 +355,15 @@ async def test_a_failing_contributor_fails_the_call_before_anything_runs(
         ({"command": "ls", "description": " "}, "invalid description: expected a non-empty string"),
         (
             {"command": "ls", "description": "List", "timeoutMs": 0},
-            "invalid timeoutMs: expected a positive number, got 0.0",
+            "invalid timeoutMs: expected a positive number, got 0",
         ),
         (
             {"command": "ls", "description": "List", "timeoutMs": -5},
-            "invalid timeoutMs: expected a positive number, got -5.0",
+            "invalid timeoutMs: expected a positive number, got -5",
+        ),
+        (
+            {"command": "ls", "description": "List", "timeoutMs": -0.5},
+            "invalid timeoutMs: expected a positive number, got -0.5",
         ),
     ],
 )

@@ -152,7 +152,9 @@ def _timeout_seconds(timeout_ms: float | None) -> float | None:
     if timeout_ms is None:
         return None
     if not math.isfinite(timeout_ms) or timeout_ms <= 0:
-        problem = f"invalid timeoutMs: expected a positive number, got {timeout_ms!r}"
+        # Name the value as the model wrote it in JSON (-5, not Python's -5.0).
+        shown = str(int(timeout_ms)) if timeout_ms.is_integer() else repr(timeout_ms)
+        problem = f"invalid timeoutMs: expected a positive number, got {shown}"
         raise InvalidToolArgumentsError("bash", [problem])
     return timeout_ms / 1000
 
