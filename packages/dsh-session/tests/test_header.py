@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,30 @@ def test_optional_fields_are_written_in_the_writer_order() -> None:
         b'{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w",'
         b'"origin":"subagent","delegationDepth":2,"agentPreset":"p"}'
     )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"session","version":0,"id":"s","createdAt":5}',
+        b'{"type":"session","version":0,"id":"s","createdAt":5,"cwd":"/w"}',
+        b'{"type":"session","version":0,"id":"s","createdAt":5,"cwd":"C:\\\\w"}',
+        b'{"type":"session","version":0,"id":"s","createdAt":5,"agentPreset":"p"}',
+    ],
+)
+def test_a_decoded_header_is_the_model_validation_builds(line: bytes) -> None:
+    header, cut = decode_header_line(line)
+    wire = json.loads(line)
+    del wire["type"]
+    built = SessionHeader.model_validate({**wire, "isSeeded": False})
+    assert cut == 0
+    assert header == built
+    assert hash(header) == hash(built)
+    assert repr(header) == repr(built)
+    assert header.model_fields_set == built.model_fields_set
+    assert header.model_dump(exclude_unset=True) == built.model_dump(exclude_unset=True)
+    with pytest.raises(ValidationError):
+        header.id = "other"  # type: ignore[misc]
 
 
 def test_the_header_is_immutable_and_validated() -> None:

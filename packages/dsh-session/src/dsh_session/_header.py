@@ -66,6 +66,86 @@ _validate_header = SessionHeader.__pydantic_validator__.validate_python
 session)."""
 
 
+_new_header = SessionHeader.__new__
+_set = object.__setattr__
+
+
+def _common_header(wire: dict[str, Any]) -> SessionHeader | None:
+    """The most common header line, ``{type:'session', version:0, id, createdAt, cwd?}`` with a
+    POSIX ``cwd``, built as ``model_construct`` builds a model (no validator run); ``None`` for
+    any other line, which the full path then judges. Only ever gives what the full path gives
+    (compared at import: ``_COMMON_HEADERS``)."""
+    ident = wire.get("id")
+    created = wire.get("createdAt")
+    cwd = wire.get("cwd")
+    version = wire.get("version")
+    if (
+        len(wire) != (4 if cwd is None else 5)
+        or wire.get("type") != "session"
+        or type(version) is not int
+        or version != 0
+        or type(ident) is not str
+        or not ident
+        or type(created) is not int
+        or not 0 <= created <= MAX_SAFE_INTEGER
+        or (cwd is not None and (type(cwd) is not str or cwd[:1] != "/"))
+    ):
+        return None
+    header = _new_header(SessionHeader)
+    _set(
+        header,
+        "__dict__",
+        {
+            "version": 0,
+            "id": ident,
+            "created_at": created,
+            "cwd": cwd,
+            "parent_session": None,
+            "origin": None,
+            "delegation_depth": None,
+            "agent_preset": None,
+            "is_seeded": False,
+        },
+    )
+    fields_set = {"version", "id", "created_at", "is_seeded"}
+    if cwd is not None:
+        fields_set.add("cwd")
+    _set(header, "__pydantic_fields_set__", fields_set)
+    _set(header, "__pydantic_extra__", None)
+    _set(header, "__pydantic_private__", None)
+    return header
+
+
+def _common_header_agrees() -> bool:
+    """Whether :func:`_common_header` builds exactly what the validator builds with the
+    installed pydantic; if not, every header line takes the full path."""
+    for wire in (
+        {"type": "session", "version": 0, "id": "a", "createdAt": 1},
+        {"type": "session", "version": 0, "id": "b", "createdAt": 2, "cwd": "/w"},
+    ):
+        fields = {k: v for k, v in wire.items() if k != "type"}
+        try:
+            fast = _common_header(dict(wire))
+            full = _validate_header({**fields, "isSeeded": False})
+        except Exception:
+            return False
+        if (
+            fast is None
+            or fast != full
+            or list(fast.__dict__.items()) != list(full.__dict__.items())
+            or fast.model_fields_set != full.model_fields_set
+            or fast.__pydantic_extra__ != full.__pydantic_extra__
+            or fast.__pydantic_private__ != full.__pydantic_private__
+            or repr(fast) != repr(full)
+            or fast.model_dump(exclude_unset=True) != full.model_dump(exclude_unset=True)
+        ):
+            return False
+    return True
+
+
+_COMMON_HEADERS = _common_header_agrees()
+
+
 def _check_cut(header: SessionHeader, inherited_event_count: int) -> None:
     if type(inherited_event_count) is not int or not (
         0 <= inherited_event_count <= MAX_SAFE_INTEGER
@@ -141,6 +221,11 @@ def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
         wire = from_json(line, allow_inf_nan=False)
     except (ValueError, TypeError):  # not UTF-8 JSON, lone surrogates: the stdlib decides, words it
         wire = _loads(line)
+    else:  # from_json strings hold no lone surrogates: the common header may skip the validator
+        if _COMMON_HEADERS and type(wire) is dict:
+            header = _common_header(wire)
+            if header is not None:
+                return header, 0
     if type(wire) is not dict:
         raise HeaderDecodeError("the header line must be a JSON object")
     if "version" not in wire:
