@@ -10,6 +10,7 @@ from dsh_session import (
     EventDecodeError,
     SessionEvent,
     decode_row,
+    decode_rows,
     encode_event,
     encode_rows,
     make_event,
@@ -24,6 +25,28 @@ def _expanded(lines: list[bytes]) -> list[SessionEvent]:
 def test_packed_fixture_rows_expand_to_contiguous_seqs(fixture_log_lines: list[bytes]) -> None:
     events = _expanded(fixture_log_lines)
     assert [event.seq for event in events] == list(range(len(events)))
+
+
+def test_decode_rows_gives_what_decode_row_gives_line_by_line(
+    fixture_log_lines: list[bytes],
+) -> None:
+    body = fixture_log_lines[1:]
+    events, done = decode_rows(body, 0)
+    assert done == len(body)
+    assert events == _expanded(fixture_log_lines)
+    assert [type(e) for e in events] == [type(e) for e in _expanded(fixture_log_lines)]
+
+
+def test_decode_rows_stops_before_a_bad_line_or_a_seq_gap() -> None:
+    lines = [
+        encode_event(make_event("step/start", seq, 1, {"turn": 1, "step": 1})) for seq in (0, 1)
+    ]
+    lone = b'{"type":"mystery","seq":2,"time":1,"data":"\\ud800"}'  # slow parse, opaque type
+    assert decode_rows([*lines, lone], 0)[1] == 3
+    assert decode_rows([*lines, b'{"type":"step/start"'], 0)[1] == 2
+    assert decode_rows([*lines, lines[0]], 0)[1] == 2  # seq 0 again
+    events, done = decode_rows(lines, 5)
+    assert (events, done) == ([], 0)
 
 
 def test_each_fixture_row_re_packs_to_the_same_bytes(fixture_log_lines: list[bytes]) -> None:

@@ -4,7 +4,7 @@ Byte-compatible with the logs the TypeScript DeepSeek Harness writes: every line
 re-encodes to the same bytes. Import everything from the package root.
 """
 
-from dsh_session._chunks import ROW_TYPES, decode_row, encode_rows, row_last_seq
+from dsh_session._chunks import ROW_TYPES, decode_row, decode_rows, encode_rows, row_last_seq
 from dsh_session._codec import check_event, decode_event, encode_event, make_event
 from dsh_session._data import (
     AssistantChunkData,
@@ -154,6 +154,7 @@ __all__ = [
     "decode_event",
     "decode_header_line",
     "decode_row",
+    "decode_rows",
     "dumps_canonical",
     "encode_event",
     "encode_header_line",
