@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dsh_session import SessionEvent, SessionFormatError, decode_row
+from dsh_session import SessionEvent, SessionFormatError, decode_row, decode_rows
 
 _TURN_END = b'"turn/end"'
 
@@ -71,12 +71,13 @@ def scan_plain(
     parts = data.split(b"\n")
     torn = parts.pop()  # bytes after the final newline: b"" or a torn fragment
     body = parts[skip:] if skip else parts
-    events: list[SessionEvent] = []
+    events, done = decode_rows(body, expected_seq)  # the clean prefix, in bulk
     extend = events.extend
     issue_at = -1
     reason = ""
-    seq = expected_seq
-    for index, line in enumerate(body):
+    seq = expected_seq + len(events)
+    for index in range(done, len(body)):  # from the first problem line, if any: word it
+        line = body[index]
         try:
             rows = decode_row(line)
             first = rows[0].seq
