@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import nox
+import nox.command
 
 ROOT = Path(__file__).resolve().parent
 PACKAGES_DIR = ROOT / "packages"
@@ -253,8 +254,14 @@ def bench(session: nox.Session) -> None:
         scripts = [s for s in scripts if any(arg in s.name for arg in session.posargs)]
     if not scripts:
         session.error("no benchmark matched")
-    for script in scripts:
-        session.run("python", str(script))
+    missed = []
+    for script in scripts:  # every benchmark runs even when an earlier one misses a bar
+        try:
+            session.run("python", str(script))
+        except nox.command.CommandFailed:
+            missed.append(script.name)
+    if missed:
+        session.error(f"bars missed in: {', '.join(missed)}")
 
 
 @nox.session(python=None, default=False)
