@@ -145,10 +145,13 @@ def rows_of_batch(
     return rows
 
 
-def row_line(seq: int, compressed: int, payload: bytes, *, packed: bool) -> bytes:
-    """The JSON line of a stored row (decompressed with a bound)."""
+def row_line(seq: int, compressed: int, payload: bytes | str, *, packed: bool) -> bytes | str:
+    """The JSON line of a stored row (decompressed with a bound); a plain row's line is given
+    and returned as stored (``str`` for TEXT)."""
     if not compressed:
         return payload
+    if not isinstance(payload, bytes):
+        raise RowError("a compressed row's line is not a BLOB")
     limit = MAX_PACK_BYTES if packed else MAX_ROW_BYTES
     try:
         size = zstandard.frame_content_size(payload)
@@ -168,7 +171,7 @@ def row_line(seq: int, compressed: int, payload: bytes, *, packed: bool) -> byte
 
 
 def decode_stored_row(
-    seq: int, last_seq: int, compressed: int, payload: bytes
+    seq: int, last_seq: int, compressed: int, payload: bytes | str
 ) -> list[SessionEvent]:
     """The logical events of one stored row; raises ``RowError`` (or a ``ValueError`` of the
     codec) when the row is malformed or stands for other seqs than its columns say."""

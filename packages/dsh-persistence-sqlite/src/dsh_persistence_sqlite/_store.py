@@ -31,23 +31,21 @@ from dsh_persistence import (
 from dsh_persistence_sqlite import _sql as sql
 from dsh_persistence_sqlite._db import open_database
 from dsh_persistence_sqlite._headers import header_columns, header_from_columns
+from dsh_persistence_sqlite._read import READ_BATCH, ROW_ERRORS, RowsDecoder
 from dsh_persistence_sqlite._rows import (
     COMPRESSION_LEVEL,
     MAX_PACK_MEMBERS,
     Row,
-    RowError,
     decode_stored_row,
 )
 from dsh_session import (
     SessionEvent,
     SessionFormatError,
     SessionHeader,
-    decode_event,
     is_known_event_type,
 )
 
 _HEADER_CACHE_SIZE = 65536
-_ROW_ERRORS = (RowError, SessionFormatError, ValueError, TypeError, UnicodeDecodeError)
 
 
 @contextlib.contextmanager
@@ -286,10 +284,6 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _is_last_row(self, connection: sqlite3.Connection, session_id: str, seq: int) -> bool:
-        row = connection.execute(sql.SELECT_LAST_ROW_SEQ, (session_id,)).fetchone()
-        return row is not None and row[0] == seq
-
     def read(
         self, session_id: str, offset: int, length: int | None, *, must_exist: bool
     ) -> list[SessionEvent] | None:
@@ -304,42 +298,24 @@ class Store:
                 if must_exist:
                     raise SessionPersistenceNotFoundError(session_id)
                 return None
-            if length is None:
-                rows = connection.execute(sql.SELECT_ROWS_FROM, (session_id, anchor, offset))
-            elif length == 0:
+            if length == 0:
                 return []
+            last = connection.execute(sql.SELECT_LAST_ROW_SEQ, (session_id,)).fetchone()
+            if length is None:
+                cursor = connection.execute(sql.SELECT_ROWS_FROM, (session_id, anchor, offset))
             else:
-                rows = connection.execute(
+                cursor = connection.execute(
                     sql.SELECT_ROWS_RANGE, (session_id, anchor, offset, offset + length)
                 )
-            events: list[SessionEvent] = []
-            append = events.append
-            decode = decode_event
-            expected = -1
-            with gc_paused():
-                for seq, last_seq, compressed, payload in rows:
-                    if seq != expected:
-                        if expected != -1:
-                            raise self.corruption(
-                                session_id, f"expected a row for seq {expected}", seq
-                            )
-                        if seq > offset:
-                            raise self.corruption(
-                                session_id, f"the log has no row for seq {offset}", seq
-                            )
-                    try:
-                        if seq == last_seq and not compressed:  # the common row: one event
-                            event = decode(payload)
-                            if event.seq != seq:
-                                raise RowError(f"the row holds an event with seq {event.seq}")
-                            append(event)
-                        else:
-                            events.extend(decode_stored_row(seq, last_seq, compressed, payload))
-                    except _ROW_ERRORS as error:
-                        if self._is_last_row(connection, session_id, seq):
-                            break  # a torn final row: never served
-                        raise self.corruption(session_id, str(error), seq) from error
-                    expected = last_seq + 1
+            decoder = RowsDecoder(
+                offset,
+                None if last is None else last[0],
+                lambda reason, seq: self.corruption(session_id, reason, seq),
+            )
+            with gc_paused():  # a bulk load: no cyclic GC passes over the new objects
+                while not decoder.torn and (rows := cursor.fetchmany(READ_BATCH)):
+                    decoder.feed(rows)
+        events = decoder.events
         if events and events[0].seq < offset:
             del events[: offset - events[0].seq]
         if length is not None and len(events) > length:
@@ -358,7 +334,7 @@ class Store:
             for index, (seq, last_seq, compressed, payload) in enumerate(last_rows):
                 try:
                     decode_stored_row(seq, last_seq, compressed, payload)
-                except _ROW_ERRORS as error:
+                except ROW_ERRORS as error:
                     if index == 0:
                         torn = seq
                         continue
@@ -375,7 +351,7 @@ class Store:
                         continue
                     try:
                         (event,) = decode_stored_row(seq, last_seq, compressed, payload)
-                    except _ROW_ERRORS as error:
+                    except ROW_ERRORS as error:
                         raise self.corruption(session_id, str(error), seq) from error
                     assert_writable_event(session_id, event, artifact=self.artifact)
         return WriteTail(stored, next_seq, torn)
