@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from dsh_persistence_sqlite import SqlitePersistence
-from dsh_persistence_sqlite._rows import MAX_PACK_BYTES, MAX_PACK_MEMBERS, rows_of_batch
+from dsh_persistence_sqlite._rows import (
+    MAX_PACK_BYTES,
+    MAX_PACK_MEMBERS,
+    ROW_COMPRESSED,
+    ROW_PAYLOAD,
+    rows_of_batch,
+)
 from dsh_session import encode_event, make_event
 
 
@@ -80,13 +86,16 @@ def test_a_row_whose_frame_is_not_smaller_stays_raw() -> None:
     text = "".join(rng.choice(string.printable) for _ in range(6000))
     event = _message(0, text)
     (row,) = rows_of_batch(
+        "s",
         [event],
         [encode_event(event)],
+        first_seq=0,
+        written_at=1,
         pack_chunks=False,
         compressor=Inflating(),  # type: ignore[arg-type]
     )
-    assert not row.compressed
-    assert row.payload == encode_event(event)
+    assert row[ROW_COMPRESSED] == 0
+    assert row[ROW_PAYLOAD] == encode_event(event)
 
 
 async def test_random_text_over_4_kib_round_trips_either_way(db_path: Path, mk: Any) -> None:

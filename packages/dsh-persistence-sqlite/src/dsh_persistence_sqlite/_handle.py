@@ -11,11 +11,11 @@ from dsh_persistence import (
     SessionHandleClosedError,
     SessionPersistenceCorruptionError,
     SessionReadOnlyError,
-    assert_contiguous,
     check_read_range,
 )
 from dsh_persistence_sqlite._lock import SessionLock
 from dsh_persistence_sqlite._rows import encode_batch, rows_of_batch
+from dsh_persistence_sqlite._store import now_ms
 from dsh_session import SessionEvent, SessionHeader
 
 if TYPE_CHECKING:
@@ -131,11 +131,13 @@ class SqliteSessionHandle:
         await self._backend._submit(self._append_sync, tuple(events), lines)
 
     def _append_sync(self, events: Sequence[SessionEvent], lines: list[bytes]) -> None:
-        assert_contiguous(self.id, events, self._next_seq)
         store = self._backend._store
         rows = rows_of_batch(
+            self.id,
             events,
             lines,
+            first_seq=self._next_seq,
+            written_at=now_ms(),
             pack_chunks=self._backend.pack_chunks,
             compressor=store.compressor,
         )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import zstandard
 
+from dsh_persistence import assert_contiguous
 from dsh_session import (
     LosslessJsonError,
     SessionEvent,
@@ -66,17 +66,14 @@ class RowError(ValueError):
     """A stored row does not decode to the events it claims to stand for."""
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """One physical row to insert."""
+Row = tuple[str, int, int, str, int, int, "bytes", int]
+"""One physical row to insert, as ``INSERT_ROW``'s parameters: ``(session_id, seq, last_seq,
+type, time, compressed, payload, written_at)``; ``payload`` is the JSON line, or its zstd frame
+when ``compressed`` is 1. A plain tuple: the append path builds ten of these per turn."""
 
-    seq: int
-    last_seq: int
-    type: str
-    time: int
-    compressed: bool
-    payload: bytes
-    """The JSON line, or its zstd frame when ``compressed``."""
+ROW_SEQ = 1
+ROW_COMPRESSED = 5
+ROW_PAYLOAD = 6
 
 
 def _tag(line: bytes) -> str:
@@ -107,40 +104,73 @@ def _bounded(line: bytes, members: Sequence[SessionEvent]) -> list[bytes]:
 
 
 def rows_of_batch(
+    session_id: str,
     events: Sequence[SessionEvent],
     lines: Sequence[bytes],
     *,
+    first_seq: int,
+    written_at: int,
     pack_chunks: bool,
     compressor: zstandard.ZstdCompressor | None,
 ) -> list[Row]:
-    """The rows storing ``events`` (whose canonical ``lines`` are given) in order."""
+    """The rows storing ``events`` (whose canonical ``lines`` are given) in order.
+
+    Raises ``ValueError`` (``assert_contiguous``'s) unless the events' seqs run from
+    ``first_seq`` on.
+    """
     if pack_chunks:
-        physical: list[bytes] = []
-        index = 0
-        for line in encode_rows(events, pack_chunks=True):
-            last = row_last_seq(line)
-            count = last - events[index].seq + 1
-            if count > 1:
-                physical.extend(_bounded(line, events[index : index + count]))
-            else:
-                physical.append(line)
-            index += count
-    else:
-        physical = list(lines)
+        assert_contiguous(session_id, events, first_seq)
+        return _packed_rows(session_id, events, written_at, compressor)
+    rows: list[Row] = []
+    append = rows.append
+    seq = first_seq
+    for event, line in zip(events, lines, strict=True):
+        wire = event.to_wire()
+        if wire["seq"] != seq:
+            assert_contiguous(session_id, events, first_seq)  # raises, naming the index
+        if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
+            frame = compressor.compress(line)
+            if len(frame) < len(line):
+                append((session_id, seq, seq, wire["type"], wire["time"], 1, frame, written_at))
+                seq += 1
+                continue
+        append((session_id, seq, seq, wire["type"], wire["time"], 0, line, written_at))
+        seq += 1
+    return rows
+
+
+def _packed_rows(
+    session_id: str,
+    events: Sequence[SessionEvent],
+    written_at: int,
+    compressor: zstandard.ZstdCompressor | None,
+) -> list[Row]:
+    physical: list[bytes] = []
+    index = 0
+    for line in encode_rows(events, pack_chunks=True):
+        last = row_last_seq(line)
+        count = last - events[index].seq + 1
+        if count > 1:
+            physical.extend(_bounded(line, events[index : index + count]))
+        else:
+            physical.append(line)
+        index += count
     rows: list[Row] = []
     index = 0
     for line in physical:
         first = events[index]
-        last = row_last_seq(line) if pack_chunks else first.seq
+        last = row_last_seq(line)
         count = last - first.seq + 1
         kind = first.type if count == 1 else _tag(line)
-        compressed = False
+        compressed = 0
         payload = line
         if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
             frame = compressor.compress(line)
             if len(frame) < len(line):
-                compressed, payload = True, frame
-        rows.append(Row(first.seq, last, kind, first.time, compressed, payload))
+                compressed, payload = 1, frame
+        rows.append(
+            (session_id, first.seq, last, kind, first.time, compressed, payload, written_at)
+        )
         index += count
     return rows
 

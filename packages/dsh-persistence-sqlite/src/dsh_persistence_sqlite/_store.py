@@ -234,25 +234,9 @@ class Store:
             raise SessionAlreadyExistsError(header.id) from error
 
     @staticmethod
-    def insert_rows(connection: sqlite3.Connection, session_id: str, rows: Sequence[Row]) -> None:
+    def insert_rows(connection: sqlite3.Connection, rows: Sequence[Row]) -> None:
         """Insert physical rows (inside a write transaction)."""
-        written_at = now_ms()
-        connection.executemany(
-            sql.INSERT_ROW,
-            [
-                (
-                    session_id,
-                    r.seq,
-                    r.last_seq,
-                    r.type,
-                    r.time,
-                    int(r.compressed),
-                    r.payload,
-                    written_at,
-                )
-                for r in rows
-            ],
-        )
+        connection.executemany(sql.INSERT_ROW, rows)
 
     def materialize(
         self, header: SessionHeader, inherited_event_count: int, rows: Sequence[Row]
@@ -260,27 +244,34 @@ class Store:
         """Publish a created session: its row and its first rows, in one transaction."""
         with self.write_transaction() as connection:
             self.insert_session(connection, header, inherited_event_count)
-            self.insert_rows(connection, header.id, rows)
+            self.insert_rows(connection, rows)
 
     def append(self, session_id: str, rows: Sequence[Row], torn_seq: int | None) -> None:
         """Append rows to a stored session in one transaction (dropping a torn final row
         first, which counts as a rewrite)."""
-        with self.write_transaction() as connection:
+        connection = self.connection()
+        connection.execute(sql.BEGIN_IMMEDIATE)  # the hot path: no context manager
+        try:
             if torn_seq is not None:
                 connection.execute(sql.DELETE_ROW, (session_id, torn_seq))
                 cursor = connection.execute(sql.UPDATE_AFTER_REWRITE, (now_ms(), session_id))
                 if cursor.rowcount != 1:
                     raise SessionPersistenceNotFoundError(session_id)
             try:
-                self.insert_rows(connection, session_id, rows)
+                connection.executemany(sql.INSERT_ROW, rows)
             except sqlite3.IntegrityError as error:
                 if connection.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
                     raise SessionPersistenceNotFoundError(session_id) from error
                 raise SessionOwnershipLostError(
                     session_id,
-                    reason=f"the stored log already holds seq {rows[0].seq} (written by "
+                    reason=f"the stored log already holds seq {rows[0][1]} (written by "
                     "something that does not take the session lock)",
                 ) from error
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute(sql.ROLLBACK)
+            raise
+        connection.execute(sql.COMMIT)
 
     # -- reading ---------------------------------------------------------------------------
 
