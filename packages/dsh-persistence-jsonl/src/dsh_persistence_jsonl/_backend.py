@@ -12,10 +12,10 @@ from typing import Literal
 from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
-    SessionHandleClosedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
     assert_writable_events,
+    flush_handles,
     materialize_create_header,
 )
 from dsh_persistence_jsonl._cancel import run_to_completion
@@ -276,18 +276,7 @@ class JsonlPersistence(RootCatalog):
 
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""
-        errors: builtins.list[Exception] = []
-        for handle in builtins.list(self._writers.values()):
-            if handle is None:
-                continue
-            try:
-                await handle.flush()
-            except SessionHandleClosedError:
-                continue  # it is closing, and close drains: counts as flushed
-            except Exception as error:
-                errors.append(error)
-        if errors:
-            raise ExceptionGroup(f"flush failed for {len(errors)} session(s)", errors)
+        await flush_handles([h for h in self._writers.values() if h is not None])
 
     async def aclose(self) -> None:
         """Close every handle of this instance (draining writers) and release every lock."""

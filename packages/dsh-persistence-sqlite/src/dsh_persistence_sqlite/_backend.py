@@ -14,9 +14,9 @@ from typing import Any, TypeVar
 from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
-    SessionHandleClosedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
+    flush_handles,
     materialize_create_header,
 )
 from dsh_persistence_sqlite._handle import Access, SqliteSessionHandle
@@ -283,18 +283,7 @@ class SqlitePersistence:
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""
         self._check_instance()
-        errors: builtins.list[Exception] = []
-        for handle in builtins.list(self._writers.values()):
-            if handle is None:
-                continue
-            try:
-                await handle.flush()
-            except SessionHandleClosedError:
-                continue  # it is closing, and close drains: counts as flushed
-            except Exception as error:
-                errors.append(error)
-        if errors:
-            raise ExceptionGroup(f"flush failed for {len(errors)} session(s)", errors)
+        await flush_handles([h for h in self._writers.values() if h is not None])
 
     async def aclose(self) -> None:
         """Close every handle of this instance, release every lock, close the database."""

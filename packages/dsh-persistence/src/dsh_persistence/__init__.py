@@ -6,6 +6,7 @@ every backend shares, and ``export_session``. No storage runtime lives here; the
 suite is ``dsh_persistence.testing``.
 """
 
+from dsh_persistence._barrier import flush_handles
 from dsh_persistence._errors import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
@@ -57,6 +58,7 @@ __all__ = [
     "check_read_range",
     "decode_stored_header",
     "export_session",
+    "flush_handles",
     "format_version_refusal",
     "materialize_append_batch",
     "materialize_create_header",
