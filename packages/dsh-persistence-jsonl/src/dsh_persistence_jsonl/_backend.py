@@ -24,6 +24,7 @@ from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
 from dsh_persistence_jsonl._pathcodec import session_segment
+from dsh_persistence_jsonl._store import LoadedLog
 from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionHeader, encode_header_line
 
@@ -140,20 +141,24 @@ class JsonlPersistence(RootCatalog):
                 loaded = await asyncio.to_thread(self._load_for_read, session_id, path)
             except FileNotFoundError:
                 raise SessionPersistenceNotFoundError(session_id) from None
-            handle = JsonlSessionHandle(
-                self,
-                header=loaded.header,
-                header_line=loaded.header_line,
-                inherited_event_count=loaded.inherited_event_count,
-                access="read",
-                path=path,
-                events=loaded.body.events,
-                committed_end=loaded.body.committed_end,
-                lines=1 + loaded.body.lines,
-                ino=loaded.ino,
-            )
+            handle = self._handle_over(loaded, path, "read")
         self._handles.add(handle)
         return handle
+
+    def _handle_over(self, loaded: LoadedLog, path: Path, access: Access) -> JsonlSessionHandle:
+        """A handle over a log just loaded from ``path`` (the same for read and write opens)."""
+        return JsonlSessionHandle(
+            self,
+            header=loaded.header,
+            header_line=loaded.header_line,
+            inherited_event_count=loaded.inherited_event_count,
+            access=access,
+            path=path,
+            events=loaded.body.events,
+            committed_end=loaded.body.committed_end,
+            lines=1 + loaded.body.lines,
+            ino=loaded.ino,
+        )
 
     def _open_write(self, session_id: str) -> JsonlSessionHandle:
         path = self._locate(session_id)
@@ -171,18 +176,7 @@ class JsonlPersistence(RootCatalog):
                 raise SessionPersistenceNotFoundError(session_id) from None
             assert_writable_events(session_id, loaded.body.events, artifact=str(path))
             fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-            handle = JsonlSessionHandle(
-                self,
-                header=loaded.header,
-                header_line=loaded.header_line,
-                inherited_event_count=loaded.inherited_event_count,
-                access="write",
-                path=path,
-                events=loaded.body.events,
-                committed_end=loaded.body.committed_end,
-                lines=1 + loaded.body.lines,
-                ino=loaded.ino,
-            )
+            handle = self._handle_over(loaded, path, "write")
         except BaseException:
             if fd is not None:
                 os.close(fd)
