@@ -63,47 +63,71 @@ def _holds_turn_end(line: bytes) -> bool:
         return False
 
 
-def scan_plain(
-    data: bytes, *, base: int, expected_seq: int, first_line: int, skip: int = 0
-) -> BodyScan:
-    """Scan plain JSONL ``data`` read from file offset ``base``; line ``skip`` of ``data`` (0-based)
-    is physical line ``first_line``. Earlier lines (the header) are not scanned."""
-    parts = data.split(b"\n")
-    torn = parts.pop()  # bytes after the final newline: b"" or a torn fragment
-    body = parts[skip:] if skip else parts
-    events, done = decode_rows(body, expected_seq)  # the clean prefix, in bulk
-    extend = events.extend
-    issue_at = -1
-    reason = ""
-    seq = expected_seq + len(events)
-    for index in range(done, len(body)):  # from the first problem line, if any: word it
-        line = body[index]
-        try:
-            rows = decode_row(line)
-            first = rows[0].seq
-        except (SessionFormatError, ValueError, IndexError) as exc:
-            issue_at, reason = index, f"undecodable record ({exc})"
-            break
-        if first != seq:
-            issue_at, reason = index, f"expected seq {seq}, got {first}"
-            break
-        extend(rows)
-        seq += len(rows)
-    result = BodyScan(events=events)
-    if issue_at < 0:
-        result.lines = len(body)
-        result.committed_end = base + len(data) - len(torn)
-        result.discarded_tail = torn != b""
-        return result
-    issue_line = first_line + issue_at
-    for later, line in enumerate(body[issue_at + 1 :], start=issue_line + 1):
-        if _holds_turn_end(line):
-            raise LogDamage(issue_line, f"{reason}, before a committed turn/end (line {later})")
-    result.lines = issue_at
-    head = sum(len(line) + 1 for line in parts[:skip])
-    result.committed_end = base + head + sum(len(line) + 1 for line in body[:issue_at])
-    result.discarded_tail = True
-    return result
+class PlainScanner:
+    """Scans a plain log body fed a block of complete lines at a time, so a bulk load holds one
+    block of lines, never a copy of the whole file (and reuses that memory block after block)."""
+
+    __slots__ = ("_issue", "_line", "_seq", "result")
+
+    def __init__(self, *, base: int, expected_seq: int, first_line: int) -> None:
+        self.result = BodyScan(committed_end=base)
+        self._seq = expected_seq
+        self._line = first_line  # the physical number of the next line fed
+        self._issue: tuple[int, str] | None = None  # the first problem line and what is wrong
+
+    def feed(self, lines: list[bytes], end: int) -> None:
+        """Scan the next complete ``lines`` (without their newlines); ``end`` is the file offset
+        just past the last one's newline."""
+        if self._issue is not None:
+            self._check_later(lines, self._line)
+            self._line += len(lines)
+            return
+        result = self.result
+        events, done = decode_rows(lines, self._seq)  # the clean prefix, in bulk
+        if result.events:
+            result.events.extend(events)
+        else:
+            result.events = events
+        seq = self._seq + len(events)
+        for index in range(done, len(lines)):  # from the first problem line, if any: word it
+            line = lines[index]
+            try:
+                rows = decode_row(line)
+                first = rows[0].seq
+            except (SessionFormatError, ValueError, IndexError) as exc:
+                self._found(lines, index, end, f"undecodable record ({exc})")
+                return
+            if first != seq:
+                self._found(lines, index, end, f"expected seq {seq}, got {first}")
+                return
+            result.events.extend(rows)
+            seq += len(rows)
+        self._seq = seq
+        self._line += len(lines)
+        result.lines += len(lines)
+        result.committed_end = end
+
+    def _found(self, lines: list[bytes], index: int, end: int, reason: str) -> None:
+        self._issue = (self._line + index, reason)
+        self.result.lines += index
+        self.result.committed_end = end - sum(len(line) + 1 for line in lines[index:])
+        self._check_later(lines[index + 1 :], self._line + index + 1)
+        self._line += len(lines)
+
+    def _check_later(self, lines: list[bytes], first_line: int) -> None:
+        assert self._issue is not None
+        issue_line, reason = self._issue
+        for number, line in enumerate(lines, start=first_line):
+            if _holds_turn_end(line):
+                raise LogDamage(
+                    issue_line, f"{reason}, before a committed turn/end (line {number})"
+                )
+
+    def finish(self, end: int) -> BodyScan:
+        """The scan, once every complete line was fed; ``end`` is the offset where the bytes
+        read end (anything between the last accepted line and ``end`` is a discardable tail)."""
+        self.result.discarded_tail = self.result.committed_end != end
+        return self.result
 
 
 def scan_frames_plaintext(

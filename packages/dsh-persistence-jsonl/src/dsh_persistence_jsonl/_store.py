@@ -6,14 +6,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from dsh_persistence_jsonl._scan import (
     BodyScan,
     LogDamage,
+    PlainScanner,
     gc_paused,
     scan_frames_plaintext,
-    scan_plain,
 )
 from dsh_persistence_jsonl._zstdframes import FrameError, decompress_frame, scan_frames
 from dsh_session import SessionHeader, row_last_seq
@@ -25,6 +25,11 @@ LOG_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zst
 _HEADER_CHUNK = 8192
 _TAIL_CHUNK = 8192
 _WHOLE_READ = 65536
+_BLOCK = 256 * 1024
+"""Plain logs are read and scanned a block at a time: the lines of one block are parsed while
+still in cache and their memory is reused by the next block (a whole-file read of a 50 MB log
+spends more on fresh pages than on parsing)."""
+_STABLE_TRIES = 5
 
 
 def revision_of(st: os.stat_result) -> str:
@@ -57,15 +62,48 @@ def _split_header_plain(data: bytes) -> tuple[bytes, int]:
     return data[:newline], newline + 1
 
 
+def _feed_plain(f: BinaryIO, scanner: PlainScanner, data: bytes, offset: int) -> int:
+    """Feed ``scanner`` the complete lines of ``data`` (bytes that start at file offset
+    ``offset``) and then of the rest of ``f``, a block at a time; return the offset where the
+    bytes read end. A line may span blocks (its pieces are joined once, when it ends)."""
+    carry: list[bytes] = []
+    while True:
+        if not data:
+            data = f.read(_BLOCK)
+            if not data:
+                return offset
+        offset += len(data)
+        lines = data.split(b"\n")
+        tail = lines.pop()  # b"" or the start of a line the next block continues
+        if lines:
+            if carry:
+                carry.append(lines[0])
+                lines[0] = b"".join(carry)
+                carry.clear()
+            scanner.feed(lines, offset - len(tail))
+        if tail:
+            carry.append(tail)
+        data = b""
+
+
 def load_plain(
-    data: bytes, decode: HeaderDecoder
-) -> tuple[SessionHeader, int, bytes, int, BodyScan]:
-    """Header, cut, header line, header end offset and scanned body of a plain log's bytes."""
+    f: BinaryIO, decode: HeaderDecoder
+) -> tuple[SessionHeader, int, bytes, int, BodyScan, int]:
+    """Header, cut, header line, header end offset, scanned body and size of a plain log read
+    from ``f`` (at offset 0); the header is decoded, version first, before the body is read."""
+    pieces = [f.read(_BLOCK)]
+    while b"\n" not in pieces[-1]:
+        more = f.read(_BLOCK)
+        if not more:
+            break
+        pieces.append(more)
+    data = b"".join(pieces) if len(pieces) > 1 else pieces[0]
     header_line, header_end = _split_header_plain(data)
     header, inherited = decode(header_line)
+    scanner = PlainScanner(base=header_end, expected_seq=0, first_line=2)
     with gc_paused():
-        body = scan_plain(data, base=0, expected_seq=0, first_line=2, skip=1)
-    return header, inherited, header_line, header_end, body
+        size = _feed_plain(f, scanner, data[header_end:], header_end)
+    return header, inherited, header_line, header_end, scanner.finish(size), size
 
 
 def _header_frame(
@@ -102,42 +140,52 @@ def decode_frames(
 
 
 def load_zstd(
-    data: bytes, decode: HeaderDecoder
-) -> tuple[SessionHeader, int, bytes, int, BodyScan]:
-    """Header, cut, header line, header-frame end and scanned body of a zstd log's bytes."""
+    f: BinaryIO, decode: HeaderDecoder
+) -> tuple[SessionHeader, int, bytes, int, BodyScan, int]:
+    """Header, cut, header line, header-frame end, scanned body and size of a zstd log read
+    from ``f`` (whole: the frames are small and each is scanned as it is decompressed)."""
+    data = f.read()
     header_line, header_end, frames, _torn = _header_frame(data)
     header, inherited = decode(header_line)
     with gc_paused():
         plaintexts = decode_frames(data, frames)
         body = scan_frames_plaintext(plaintexts, expected_seq=0, first_line=2, base=header_end)
-    return header, inherited, header_line, header_end, body
+    return header, inherited, header_line, header_end, body, len(data)
 
 
-def read_file(path: Path) -> tuple[bytes, os.stat_result]:
-    """The whole file and its stat, read stably (retried if it changed while being read)."""
-    for _ in range(5):
-        with path.open("rb") as f:
-            before = os.fstat(f.fileno())
-            data = f.read()
+def _changed(before: os.stat_result, path: Path, size: int) -> bool:
+    try:
         after = os.stat(path)
-        if (before.st_ino, before.st_size, before.st_mtime_ns) == (
-            after.st_ino,
-            after.st_size,
-            after.st_mtime_ns,
-        ) and len(data) == after.st_size:
-            return data, after
-    return data, after
+    except FileNotFoundError:
+        return True
+    return (before.st_ino, before.st_size, before.st_mtime_ns) != (
+        after.st_ino,
+        after.st_size,
+        after.st_mtime_ns,
+    ) or size != after.st_size
 
 
 def load_log(path: Path, compression: Compression, decode: HeaderDecoder) -> LoadedLog:
     """Scan a whole artifact: header first (``decode``), then the body.
 
-    Raises ``LogDamage``, ``FileNotFoundError`` or whatever ``decode`` raises.
+    The read is stable: when the file changed while it was read (a writer appended or truncated
+    a tail), it is read again, up to five times. Raises ``LogDamage``, ``FileNotFoundError`` or
+    whatever ``decode`` raises.
     """
-    data, st = read_file(path)
-    loader = load_plain if compression == "none" else load_zstd
-    header, inherited, header_line, header_end, body = loader(data, decode)
-    return LoadedLog(header, inherited, header_line, body, header_end, len(data), st.st_ino)
+    for attempt in range(_STABLE_TRIES):
+        last = attempt == _STABLE_TRIES - 1
+        with path.open("rb", buffering=0) as f:
+            before = os.fstat(f.fileno())
+            loader = load_plain if compression == "none" else load_zstd
+            try:
+                header, inherited, header_line, header_end, body, size = loader(f, decode)
+            except LogDamage:
+                if last or not _changed(before, path, before.st_size):
+                    raise
+                continue  # damage seen in bytes that were changing: read again
+        if last or not _changed(before, path, size):
+            return LoadedLog(header, inherited, header_line, body, header_end, size, before.st_ino)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def read_suffix(
@@ -154,7 +202,7 @@ def read_suffix(
     Returns the scan and the file size. Raises ``FileNotFoundError`` when the file is gone and
     ``LogDamage`` when it shrank below ``offset`` or was replaced.
     """
-    with path.open("rb") as f:
+    with path.open("rb", buffering=0) as f:
         st = os.fstat(f.fileno())
         if st.st_ino != ino:
             raise LogDamage(None, "the log file was replaced while a read handle was open")
@@ -163,18 +211,20 @@ def read_suffix(
         if st.st_size == offset:
             return None
         f.seek(offset)
+        if compression == "none":
+            scanner = PlainScanner(base=offset, expected_seq=expected_seq, first_line=first_line)
+            with gc_paused():
+                end = _feed_plain(f, scanner, b"", offset)
+            return scanner.finish(end), end
         data = f.read()
-    if compression == "none":
-        scan = scan_plain(data, base=offset, expected_seq=expected_seq, first_line=first_line)
-    else:
-        try:
-            frames = scan_frames(data, base=offset).frames
-        except FrameError as exc:
-            raise LogDamage(None, str(exc)) from exc
-        plaintexts = decode_frames(data, frames, base=offset)
-        scan = scan_frames_plaintext(
-            plaintexts, expected_seq=expected_seq, first_line=first_line, base=offset
-        )
+    try:
+        frames = scan_frames(data, base=offset).frames
+    except FrameError as exc:
+        raise LogDamage(None, str(exc)) from exc
+    plaintexts = decode_frames(data, frames, base=offset)
+    scan = scan_frames_plaintext(
+        plaintexts, expected_seq=expected_seq, first_line=first_line, base=offset
+    )
     return scan, offset + len(data)
 
 
