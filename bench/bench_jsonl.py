@@ -64,7 +64,7 @@ _VOCABULARY = (
 _WORDS = _VOCABULARY.split()
 
 
-def _prose(rng: random.Random, chars: int) -> str:
+def _synthetic_prose(rng: random.Random, chars: int) -> str:
     out: list[str] = []
     size = 0
     while size < chars:
@@ -76,7 +76,7 @@ def _prose(rng: random.Random, chars: int) -> str:
     return " ".join(out)
 
 
-def _code(rng: random.Random, lines: int) -> str:
+def _synthetic_code(rng: random.Random, lines: int) -> str:
     return "\n".join(
         f"{rng.choice(_WORDS)}_{i} = {rng.choice(_WORDS)}({rng.randrange(1000)}, "
         f"'{rng.choice(_WORDS)}')  # {rng.choice(_WORDS)}"
@@ -84,8 +84,63 @@ def _code(rng: random.Random, lines: int) -> str:
     )
 
 
-def turn_events(turn: int, seq: int, rng: random.Random) -> list[SessionEvent]:
-    """Ten realistic records of one turn (~12 KB of JSON)."""
+class _RealText:
+    """Prose and code from the running Python's standard library (docstrings and source files):
+    real English and real code, for the information row that asks whether the zstd size bar is
+    a matter of the synthetic text. Loaded on first use."""
+
+    MODULES = (
+        "argparse", "asyncio.base_events", "collections", "dataclasses", "email.message",
+        "http.client", "json.decoder", "logging", "pathlib", "shutil", "subprocess", "tarfile",
+        "typing", "unittest.case", "zipfile",
+    )  # fmt: skip
+
+    def __init__(self) -> None:
+        self._docs: list[str] = []
+        self._sources: list[list[str]] = []
+
+    def _load(self) -> None:
+        import importlib
+        import inspect
+
+        for name in self.MODULES:
+            module = importlib.import_module(name)
+            self._sources.append(inspect.getsource(module).splitlines())
+            for value in vars(module).values():
+                if inspect.isfunction(value) or inspect.isclass(value):
+                    doc = inspect.getdoc(value)
+                    if doc and len(doc) > 200:
+                        self._docs.append(doc)
+
+    def prose(self, rng: random.Random, chars: int) -> str:
+        if not self._docs:
+            self._load()
+        out: list[str] = []
+        size = 0
+        while size < chars:
+            doc = rng.choice(self._docs)
+            out.append(doc)
+            size += len(doc) + 2
+        return "\n\n".join(out)[:chars]
+
+    def code(self, rng: random.Random, lines: int) -> str:
+        if not self._sources:
+            self._load()
+        source = rng.choice(self._sources)
+        start = rng.randrange(max(1, len(source) - lines))
+        return "\n".join(source[start : start + lines])
+
+
+REAL_TEXT = _RealText()
+
+
+def turn_events(
+    turn: int, seq: int, rng: random.Random, *, real_text: bool = False
+) -> list[SessionEvent]:
+    """Ten realistic records of one turn (~12 KB of JSON); the texts are synthetic (words drawn
+    from a fixed vocabulary) unless ``real_text`` asks for standard-library prose and code."""
+    _prose = REAL_TEXT.prose if real_text else _synthetic_prose
+    _code = REAL_TEXT.code if real_text else _synthetic_code
     t = 1_784_974_100_000 + seq * 37
     source = {"kind": "user", "rpcId": f"rpc-{turn}"}
     call_id = f"call_{turn:04d}_{rng.randrange(10**8):08d}"
@@ -180,9 +235,9 @@ def turn_events(turn: int, seq: int, rng: random.Random) -> list[SessionEvent]:
     ]
 
 
-def build_turns(count: int, seed: int = 7) -> list[list[SessionEvent]]:
+def build_turns(count: int, seed: int = 7, *, real_text: bool = False) -> list[list[SessionEvent]]:
     rng = random.Random(seed)
-    return [turn_events(turn + 1, turn * 10, rng) for turn in range(count)]
+    return [turn_events(turn + 1, turn * 10, rng, real_text=real_text) for turn in range(count)]
 
 
 def header(session_id: str) -> SessionHeader:
@@ -463,6 +518,24 @@ async def main() -> int:
                 f"zstd {statistics.median(zstd_sizes) / 1e6:.2f} MB",
                 f"{size_ratio:.3f} (bar <= 0.333)",
                 size_ratio <= 1 / 3,
+            )
+        )
+
+        real_turns = build_turns(TURNS, real_text=True)
+        real_sizes = []
+        for compression in ("none", "zstd"):
+            writer = OurAppender(base, compression)
+            await writer.open()
+            for events in real_turns:
+                await writer.turn(events)
+            real_sizes.append(await writer.close())
+        rows.append(
+            (
+                "zstd size vs plain, same turns with stdlib prose and code (info)",
+                f"plain {real_sizes[0] / 1e6:.2f} MB",
+                f"zstd {real_sizes[1] / 1e6:.2f} MB",
+                f"{real_sizes[1] / real_sizes[0]:.3f} (no bar)",
+                True,
             )
         )
 
