@@ -10,6 +10,7 @@ import zstandard
 
 from dsh_persistence import SessionPersistenceCorruptionError
 from dsh_persistence_jsonl import JsonlPersistence
+from dsh_session import encode_event, encode_header_line
 
 
 async def _written(root: Path, mk: Any, batches: int = 2) -> tuple[JsonlPersistence, Path]:
@@ -143,3 +144,53 @@ async def test_zstd_log_is_smaller_than_plain_for_repetitive_turns(tmp_path: Pat
         async with await store.create(mk.header()) as handle:
             await handle.append([e for t in range(20) for e in mk.one_turn(6 * t, turn=t + 1)])
     assert packed.log_path(mk.header()).stat().st_size < plain.log_path(mk.header()).stat().st_size
+
+
+def _log_of_frames(mk: Any, frames: list[list[bytes]]) -> bytes:
+    """A zstd log: the header frame, then one frame per list of lines."""
+    compress = zstandard.ZstdCompressor(write_checksum=True).compress
+    out = [compress(encode_header_line(mk.header()) + b"\n")]
+    out += [compress(b"".join(line + b"\n" for line in lines)) for lines in frames]
+    return b"".join(out)
+
+
+def _put(root: Path, mk: Any, data: bytes) -> tuple[JsonlPersistence, Path]:
+    store = JsonlPersistence(root, compression="zstd")
+    path = store.log_path(mk.header())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return store, path
+
+
+async def test_a_bad_line_before_a_turn_end_in_the_same_frame_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    first = [encode_event(e) for e in mk.one_turn()]
+    second = [encode_event(e) for e in mk.one_turn(6, turn=2)]
+    second[2] = b"{broken"
+    store, path = _put(tmp_path, mk, _log_of_frames(mk, [first, second]))
+    with pytest.raises(SessionPersistenceCorruptionError) as info:
+        await store.open("s-1", "read")
+    assert info.value.artifact == str(path)
+    assert info.value.line == 1 + 6 + 3  # header, the first frame's six lines, then the third
+    assert "before a committed turn/end" in str(info.value)
+    await store.aclose()
+
+
+async def test_a_final_frame_with_a_bad_line_and_no_turn_end_is_dropped_whole(
+    tmp_path: Path, mk: Any
+) -> None:
+    first = [encode_event(e) for e in mk.one_turn()]
+    second = [encode_event(e) for e in mk.one_turn(6, turn=2)][:4]
+    second[2] = b"{broken"  # lines 0-1 decode, yet the frame is accepted or not whole
+    store, _path = _put(tmp_path, mk, _log_of_frames(mk, [first, second]))
+    async with await store.open("s-1", "read") as reader:
+        assert [e.seq for e in await reader.read()] == list(range(6))
+    await store.aclose()
+
+
+async def test_many_frames_read_back_in_order(tmp_path: Path, mk: Any) -> None:
+    store, _path = await _written(tmp_path, mk, batches=300)
+    async with await JsonlPersistence(tmp_path, compression="zstd").open("s-1", "read") as r:
+        assert [e.seq for e in await r.read()] == list(range(1800))
+    await store.aclose()

@@ -10,7 +10,7 @@ discardable tail: never served, truncated by the write path before its next appe
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -52,6 +52,15 @@ def gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _check_later(lines: list[bytes], issue: tuple[int, str], first_line: int) -> None:
+    """Raise ``LogDamage`` at the ``issue`` line if any of ``lines`` (the first numbered
+    ``first_line``) holds a committed ``turn/end``: the issue then lies in the committed region."""
+    issue_line, reason = issue
+    for number, line in enumerate(lines, start=first_line):
+        if _holds_turn_end(line):
+            raise LogDamage(issue_line, f"{reason}, before a committed turn/end (line {number})")
 
 
 def _holds_turn_end(line: bytes) -> bool:
@@ -116,12 +125,7 @@ class PlainScanner:
 
     def _check_later(self, lines: list[bytes], first_line: int) -> None:
         assert self._issue is not None
-        issue_line, reason = self._issue
-        for number, line in enumerate(lines, start=first_line):
-            if _holds_turn_end(line):
-                raise LogDamage(
-                    issue_line, f"{reason}, before a committed turn/end (line {number})"
-                )
+        _check_later(lines, self._issue, first_line)
 
     def finish(self, end: int) -> BodyScan:
         """The scan, once every complete line was fed; ``end`` is the offset where the bytes
@@ -131,7 +135,7 @@ class PlainScanner:
 
 
 def scan_frames_plaintext(
-    frames: list[tuple[int, int, bytes]], *, expected_seq: int, first_line: int, base: int
+    frames: Iterable[tuple[int, int, bytes]], *, expected_seq: int, first_line: int, base: int
 ) -> BodyScan:
     """Scan decompressed frames ``(start, end, plaintext)``; a frame is accepted or not whole."""
     result = BodyScan(committed_end=base)
@@ -143,32 +147,23 @@ def scan_frames_plaintext(
         lines = plaintext.split(b"\n")
         lines.pop()
         if issue is None:
-            frame_events: list[SessionEvent] = []
-            seq = expected_seq
-            for index, line in enumerate(lines):
+            frame_events, done = decode_rows(lines, expected_seq)  # the clean prefix, in bulk
+            if done < len(lines):  # word the first problem line; the frame is not accepted
+                seq = expected_seq + len(frame_events)
                 try:
-                    rows = decode_row(line)
-                    first = rows[0].seq
+                    rows = decode_row(lines[done])
+                    issue = (line_no + done, f"expected seq {seq}, got {rows[0].seq}")
                 except (SessionFormatError, ValueError, IndexError) as exc:
-                    issue = (line_no + index, f"undecodable record ({exc})")
-                    break
-                if first != seq:
-                    issue = (line_no + index, f"expected seq {seq}, got {first}")
-                    break
-                frame_events.extend(rows)
-                seq += len(rows)
-            if issue is None:
+                    issue = (line_no + done, f"undecodable record ({exc})")
+                later = lines[done + 1 :]
+                _check_later(later, issue, line_no + done + 1)
+            else:
                 result.events.extend(frame_events)
-                expected_seq = seq
+                expected_seq += len(frame_events)
                 result.committed_end = end
                 result.lines += len(lines)
         else:
-            for index, line in enumerate(lines):
-                if _holds_turn_end(line):
-                    raise LogDamage(
-                        issue[0],
-                        f"{issue[1]}, before a committed turn/end (line {line_no + index})",
-                    )
+            _check_later(lines, issue, line_no)
         line_no += len(lines)
     result.discarded_tail = issue is not None
     return result

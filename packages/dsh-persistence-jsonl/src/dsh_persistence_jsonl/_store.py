@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -127,16 +127,15 @@ def _header_frame(
 
 def decode_frames(
     data: bytes | memoryview, frames: list[tuple[int, int]], base: int = 0
-) -> list[tuple[int, int, bytes]]:
-    """Decompress complete frames (spans relative to ``base``); a bad frame is ``LogDamage``."""
+) -> Iterator[tuple[int, int, bytes]]:
+    """Decompress complete frames (spans relative to ``base``) one at a time, as the scan asks
+    for them (a log's plaintext is never held whole); a bad frame is ``LogDamage``."""
     view = memoryview(data)
-    out: list[tuple[int, int, bytes]] = []
     for start, end in frames:
         try:
-            out.append((start, end, decompress_frame(view[start - base : end - base], start)))
+            yield start, end, decompress_frame(view[start - base : end - base], start)
         except FrameError as exc:
             raise LogDamage(None, str(exc)) from exc
-    return out
 
 
 def load_zstd(

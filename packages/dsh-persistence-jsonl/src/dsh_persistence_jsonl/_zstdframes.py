@@ -99,9 +99,13 @@ def scan_frames(
 
 def decompress_frame(frame: bytes | memoryview, offset: int) -> bytes:
     """Decompress one complete frame, verifying its checksum; failure raises ``FrameError``."""
+    decompressor: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
+    if decompressor is None:  # one per thread: building one costs more than a frame's decode
+        decompressor = zstandard.ZstdDecompressor()
+        _local.decompressor = decompressor
     try:
-        out = zstandard.ZstdDecompressor().decompressobj()
-        plaintext = out.decompress(bytes(frame))
+        out = decompressor.decompressobj()
+        plaintext = out.decompress(frame)
     except zstandard.ZstdError as exc:
         raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
     if not out.eof:
