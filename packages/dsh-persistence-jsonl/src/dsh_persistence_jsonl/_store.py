@@ -187,6 +187,27 @@ def load_log(path: Path, compression: Compression, decode: HeaderDecoder) -> Loa
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _scan_from(
+    f: BinaryIO, compression: Compression, *, offset: int, expected_seq: int, first_line: int
+) -> tuple[BodyScan, int]:
+    """Scan ``f`` from its position ``offset`` to EOF; return the scan and where the bytes end."""
+    if compression == "none":
+        scanner = PlainScanner(base=offset, expected_seq=expected_seq, first_line=first_line)
+        with gc_paused():
+            end = _feed_plain(f, scanner, b"", offset)
+        return scanner.finish(end), end
+    data = f.read()
+    try:
+        frames = scan_frames(data, base=offset).frames
+    except FrameError as exc:
+        raise LogDamage(None, str(exc)) from exc
+    plaintexts = decode_frames(data, frames, base=offset)
+    scan = scan_frames_plaintext(
+        plaintexts, expected_seq=expected_seq, first_line=first_line, base=offset
+    )
+    return scan, offset + len(data)
+
+
 def read_suffix(
     path: Path,
     compression: Compression,
@@ -199,32 +220,28 @@ def read_suffix(
     """Scan the bytes from ``offset`` (an accepted-unit boundary); ``None`` when unchanged.
 
     Returns the scan and the file size. Raises ``FileNotFoundError`` when the file is gone and
-    ``LogDamage`` when it shrank below ``offset`` or was replaced.
+    ``LogDamage`` when it shrank below ``offset`` or was replaced. Damage seen while the file
+    was changing (a writer truncating a discardable tail and appending) is read again, up to
+    five times, before it is reported.
     """
-    with path.open("rb", buffering=0) as f:
-        st = os.fstat(f.fileno())
-        if st.st_ino != ino:
-            raise LogDamage(None, "the log file was replaced while a read handle was open")
-        if st.st_size < offset:
-            raise LogDamage(None, f"the log shrank below {offset} bytes it had already served")
-        if st.st_size == offset:
-            return None
-        f.seek(offset)
-        if compression == "none":
-            scanner = PlainScanner(base=offset, expected_seq=expected_seq, first_line=first_line)
-            with gc_paused():
-                end = _feed_plain(f, scanner, b"", offset)
-            return scanner.finish(end), end
-        data = f.read()
-    try:
-        frames = scan_frames(data, base=offset).frames
-    except FrameError as exc:
-        raise LogDamage(None, str(exc)) from exc
-    plaintexts = decode_frames(data, frames, base=offset)
-    scan = scan_frames_plaintext(
-        plaintexts, expected_seq=expected_seq, first_line=first_line, base=offset
-    )
-    return scan, offset + len(data)
+    for attempt in range(_STABLE_TRIES):
+        with path.open("rb", buffering=0) as f:
+            st = os.fstat(f.fileno())
+            if st.st_ino != ino:
+                raise LogDamage(None, "the log file was replaced while a read handle was open")
+            if st.st_size < offset:
+                raise LogDamage(None, f"the log shrank below {offset} bytes it had already served")
+            if st.st_size == offset:
+                return None
+            f.seek(offset)
+            try:
+                return _scan_from(
+                    f, compression, offset=offset, expected_seq=expected_seq, first_line=first_line
+                )
+            except LogDamage:
+                if attempt == _STABLE_TRIES - 1 or not _changed(st, path, st.st_size):
+                    raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @dataclass(slots=True)

@@ -1,0 +1,217 @@
+"""White-box tests of the plain log loader: the result does not depend on the block size, and a
+log that changes while it is read is read again instead of being reported as damaged."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import dsh_persistence_jsonl._store as store_module
+from dsh_persistence_jsonl._scan import LogDamage, PlainScanner
+from dsh_session import encode_event, make_event
+
+HEADER = b'{"type":"session","version":0,"id":"s-1","createdAt":1000}'
+
+
+def event_line(kind: str, seq: int) -> bytes:
+    data: dict[str, Any] = {"turn": 1}
+    if kind == "turn/end":
+        data["reason"] = {"kind": "completed"}
+    elif kind != "turn/start":
+        data["step"] = 1
+    return encode_event(make_event(kind, seq, 5000 + seq, data))
+
+
+def no_header(_line: bytes) -> tuple[Any, int]:
+    return None, 0
+
+
+@pytest.fixture
+def block_size() -> Iterator[None]:
+    saved = store_module._BLOCK
+    yield
+    store_module._BLOCK = saved
+
+
+def outcome(data: bytes, block: int) -> tuple[Any, ...]:
+    """Everything a load of ``data`` decides, read ``block`` bytes at a time."""
+    saved = store_module._BLOCK
+    store_module._BLOCK = block
+    try:
+        _h, _cut, header_line, header_end, body, size = store_module.load_plain(
+            io.BytesIO(data), no_header
+        )
+    except LogDamage as damage:
+        return ("damage", damage.line, damage.reason)
+    finally:
+        store_module._BLOCK = saved
+    return (
+        header_line,
+        header_end,
+        [encode_event(e) for e in body.events],
+        body.committed_end,
+        body.lines,
+        body.discarded_tail,
+        size,
+    )
+
+
+# a body line: the next event, one out of sequence, a turn/end, or damage of several shapes
+LINE_KINDS = st.sampled_from(["next", "next", "next", "end", "gap", "garbage", "empty", "cr"])
+
+
+@given(
+    kinds=st.lists(LINE_KINDS, max_size=25),
+    torn=st.sampled_from([b"", b'{"type":"tu', b"x" * 40]),
+    blocks=st.lists(st.integers(1, 300), min_size=1, max_size=3),
+)
+def test_a_load_decides_the_same_whatever_the_block_size(
+    kinds: list[str], torn: bytes, blocks: list[int]
+) -> None:
+    lines = [HEADER]
+    seq = 0
+    for kind in kinds:
+        if kind in ("next", "end"):
+            lines.append(event_line("turn/end" if kind == "end" else "step/start", seq))
+            seq += 1
+        elif kind == "gap":
+            lines.append(event_line("step/end", seq + 5))
+        elif kind == "garbage":
+            lines.append(b'{"type":"step/start","seq":')
+        elif kind == "empty":
+            lines.append(b"")
+        else:
+            lines.append(event_line("step/start", seq) + b"\r")
+    data = b"".join(line + b"\n" for line in lines) + torn
+    whole = outcome(data, len(data) + 1)
+    for block in blocks:
+        assert outcome(data, block) == whole
+
+
+def test_damage_found_in_one_block_and_its_turn_end_in_the_next(block_size: None) -> None:
+    body = [event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)]
+    data = b"".join(line + b"\n" for line in [HEADER, *body])
+    store_module._BLOCK = len(HEADER) + 1 + len(body[0]) + 1 + len(body[1]) + 1  # ends after it
+    with pytest.raises(LogDamage) as info:
+        store_module.load_plain(io.BytesIO(data), no_header)
+    assert info.value.line == 3
+    assert "before a committed turn/end (line 4)" in info.value.reason
+
+
+def write_log(path: Path, lines: list[bytes], tail: bytes = b"") -> int:
+    """Write a log; return the offset where ``tail`` starts."""
+    data = b"".join(line + b"\n" for line in lines)
+    path.write_bytes(data + tail)
+    return len(data)
+
+
+def truncate_and_append(path: Path, at: int, lines: list[bytes]) -> None:
+    """What a writer's first append does to a discardable tail: cut it, write the batch."""
+    with path.open("r+b") as f:
+        f.truncate(at)
+        f.seek(at)
+        f.write(b"".join(line + b"\n" for line in lines))
+
+
+def test_damage_in_bytes_changing_under_the_read_is_read_again(
+    tmp_path: Path, block_size: None
+) -> None:
+    path = tmp_path / "session.jsonl"
+    committed = [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)]
+    cut = write_log(path, committed, tail=b"garbage-" + b"g" * 200 + b"\n")
+    store_module._BLOCK = cut + 10  # the first block holds the start of the garbage line
+    calls = 0
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # after the first block was read: a writer replaces the tail
+            truncate_and_append(path, cut, [event_line("turn/start", 2), event_line("turn/end", 3)])
+        return None, 0
+
+    loaded = store_module.load_log(path, "none", decode)
+    assert calls == 2  # the first attempt saw damage in changing bytes and read again
+    assert [e.seq for e in loaded.body.events] == [0, 1, 2, 3]
+    assert loaded.body.committed_end == loaded.size == path.stat().st_size
+    assert not loaded.body.discarded_tail
+
+
+def test_damage_in_a_file_that_does_not_change_is_reported_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    write_log(path, [HEADER, event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)])
+    calls = 0
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        nonlocal calls
+        calls += 1
+        return None, 0
+
+    with pytest.raises(LogDamage) as info:
+        store_module.load_log(path, "none", decode)
+    assert (calls, info.value.line) == (1, 3)
+
+
+def test_a_log_changing_on_every_attempt_returns_the_fifth_read(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    write_log(path, [HEADER])
+    calls = 0
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        nonlocal calls
+        seq = calls * 2
+        calls += 1
+        with path.open("ab") as f:  # another process appends a turn during every read
+            f.write(event_line("turn/start", seq) + b"\n" + event_line("turn/end", seq + 1) + b"\n")
+        return None, 0
+
+    loaded = store_module.load_log(path, "none", decode)
+    assert calls == 5
+    assert [e.seq for e in loaded.body.events] == list(range(10))
+
+
+def test_a_log_removed_during_the_read_is_not_found(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    write_log(path, [HEADER, event_line("turn/start", 0)])
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        path.unlink(missing_ok=True)
+        return None, 0
+
+    with pytest.raises(FileNotFoundError):
+        store_module.load_log(path, "none", decode)
+
+
+def test_a_suffix_read_across_a_writer_replacing_the_tail_is_read_again(
+    tmp_path: Path, block_size: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "session.jsonl"
+    committed = [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)]
+    cut = write_log(path, committed, tail=b"garbage\n" + b"g" * 200 + b"\n")
+    ino = path.stat().st_ino
+    # the first block: the discardable line "garbage" and the start of the next one; the writer
+    # then cuts the tail and appends, so the next block continues inside its new line
+    store_module._BLOCK = len(b"garbage\n") + 5
+    feeds = 0
+
+    class WriterInTheMiddle(PlainScanner):
+        def feed(self, lines: list[bytes], end: int) -> None:
+            nonlocal feeds
+            feeds += 1
+            if feeds == 1:
+                new_turn = [event_line("turn/start", 2), event_line("turn/end", 3)]
+                truncate_and_append(path, cut, new_turn)
+            super().feed(lines, end)
+
+    monkeypatch.setattr(store_module, "PlainScanner", WriterInTheMiddle)
+    got = store_module.read_suffix(path, "none", offset=cut, expected_seq=2, first_line=4, ino=ino)
+    assert got is not None
+    scan, end = got
+    assert feeds > 2  # the first attempt was abandoned
+    assert [e.seq for e in scan.events] == [2, 3]
+    assert scan.committed_end == end == path.stat().st_size
