@@ -11,6 +11,7 @@ import pytest
 
 from dsh_persistence import SessionPersistenceCorruptionError
 from dsh_persistence_jsonl import JsonlPersistence
+from dsh_persistence_jsonl._store import _BLOCK
 from dsh_session import (
     SessionEvent,
     decode_event,
@@ -19,7 +20,7 @@ from dsh_session import (
     encode_header_line,
 )
 
-BLOCK = 256 * 1024
+BLOCK = _BLOCK  # the tests below size their logs to span several blocks
 
 
 def big_turn(mk: Any, start: int, turn: int, text_size: int) -> list[SessionEvent]:

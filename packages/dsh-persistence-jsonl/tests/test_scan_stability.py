@@ -4,7 +4,6 @@ log that changes while it is read is read again instead of being reported as dam
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,6 @@ def event_line(kind: str, seq: int) -> bytes:
 
 def no_header(_line: bytes) -> tuple[Any, int]:
     return None, 0
-
-
-@pytest.fixture
-def block_size() -> Iterator[None]:
-    saved = store_module._BLOCK
-    yield
-    store_module._BLOCK = saved
 
 
 def outcome(data: bytes, block: int) -> tuple[Any, ...]:
@@ -94,10 +86,13 @@ def test_a_load_decides_the_same_whatever_the_block_size(
         assert outcome(data, block) == whole
 
 
-def test_damage_found_in_one_block_and_its_turn_end_in_the_next(block_size: None) -> None:
+def test_damage_found_in_one_block_and_its_turn_end_in_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     body = [event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)]
     data = b"".join(line + b"\n" for line in [HEADER, *body])
-    store_module._BLOCK = len(HEADER) + 1 + len(body[0]) + 1 + len(body[1]) + 1  # ends after it
+    ends_after_the_bad_line = len(HEADER) + 1 + len(body[0]) + 1 + len(body[1]) + 1
+    monkeypatch.setattr(store_module, "_BLOCK", ends_after_the_bad_line)
     with pytest.raises(LogDamage) as info:
         store_module.load_plain(io.BytesIO(data), no_header)
     assert info.value.line == 3
@@ -120,12 +115,12 @@ def truncate_and_append(path: Path, at: int, lines: list[bytes]) -> None:
 
 
 def test_damage_in_bytes_changing_under_the_read_is_read_again(
-    tmp_path: Path, block_size: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "session.jsonl"
     committed = [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)]
     cut = write_log(path, committed, tail=b"garbage-" + b"g" * 200 + b"\n")
-    store_module._BLOCK = cut + 10  # the first block holds the start of the garbage line
+    monkeypatch.setattr(store_module, "_BLOCK", cut + 10)  # the first block: the garbage's start
     calls = 0
 
     def decode(_line: bytes) -> tuple[Any, int]:
@@ -157,38 +152,81 @@ def test_damage_in_a_file_that_does_not_change_is_reported_at_once(tmp_path: Pat
     assert (calls, info.value.line) == (1, 3)
 
 
-def test_a_log_changing_on_every_attempt_returns_the_fifth_read(tmp_path: Path) -> None:
+def test_a_clean_read_of_a_log_growing_meanwhile_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
-    write_log(path, [HEADER])
+    write_log(path, [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)])
     calls = 0
 
     def decode(_line: bytes) -> tuple[Any, int]:
         nonlocal calls
-        seq = calls * 2
         calls += 1
-        with path.open("ab") as f:  # another process appends a turn during every read
-            f.write(event_line("turn/start", seq) + b"\n" + event_line("turn/end", seq + 1) + b"\n")
+        with path.open("ab") as f:  # another process appends a turn during the read
+            f.write(event_line("turn/start", 2) + b"\n" + event_line("turn/end", 3) + b"\n")
         return None, 0
 
     loaded = store_module.load_log(path, "none", decode)
+    assert calls == 1  # one read: a clean prefix of an append-only log stays true
+    assert [e.seq for e in loaded.body.events] == list(range(loaded.body.lines))
+    assert loaded.body.lines == 4  # the read went on to EOF, the appended turn included
+    assert loaded.body.committed_end == loaded.size
+
+
+def test_damage_in_a_log_changing_on_every_read_is_raised_after_five_reads(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "session.jsonl"
+    write_log(path, [HEADER, event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)])
+    calls = 0
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        nonlocal calls
+        calls += 1
+        with path.open("ab") as f:  # a steady stream of appends behind real damage
+            f.write(event_line("step/start", 1 + calls) + b"\n")
+        return None, 0
+
+    with pytest.raises(LogDamage) as info:
+        store_module.load_log(path, "none", decode)
     assert calls == 5
-    assert [e.seq for e in loaded.body.events] == list(range(10))
+    assert info.value.line == 3
 
 
-def test_a_log_removed_during_the_read_is_not_found(tmp_path: Path) -> None:
+def test_a_log_removed_during_a_clean_read_is_served_as_read(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, event_line("turn/start", 0)])
+
+    def decode(_line: bytes) -> tuple[Any, int]:
+        path.unlink()  # the open file stays readable; the handle's next read says NotFound
+        return None, 0
+
+    loaded = store_module.load_log(path, "none", decode)
+    assert [e.seq for e in loaded.body.events] == [0]
+
+
+def test_a_damaged_log_removed_during_the_read_is_not_found(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    write_log(path, [HEADER, b"{broken", event_line("turn/end", 0)])
 
     def decode(_line: bytes) -> tuple[Any, int]:
         path.unlink(missing_ok=True)
         return None, 0
 
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError):  # the damage was in a changing file: read again
         store_module.load_log(path, "none", decode)
 
 
+class CountingScanner(PlainScanner):
+    """A ``PlainScanner`` that counts the scans begun (one per read of a suffix)."""
+
+    made = 0
+
+    def __init__(self, *, base: int, expected_seq: int, first_line: int) -> None:
+        type(self).made += 1
+        super().__init__(base=base, expected_seq=expected_seq, first_line=first_line)
+
+
 def test_a_suffix_read_across_a_writer_replacing_the_tail_is_read_again(
-    tmp_path: Path, block_size: None, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "session.jsonl"
     committed = [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)]
@@ -196,14 +234,13 @@ def test_a_suffix_read_across_a_writer_replacing_the_tail_is_read_again(
     ino = path.stat().st_ino
     # the first block: the discardable line "garbage" and the start of the next one; the writer
     # then cuts the tail and appends, so the next block continues inside its new line
-    store_module._BLOCK = len(b"garbage\n") + 5
-    feeds = 0
+    monkeypatch.setattr(store_module, "_BLOCK", len(b"garbage\n") + 5)
 
-    class WriterInTheMiddle(PlainScanner):
+    class WriterInTheMiddle(CountingScanner):
+        made = 0
+
         def feed(self, lines: list[bytes], end: int) -> None:
-            nonlocal feeds
-            feeds += 1
-            if feeds == 1:
+            if self.made == 1 and lines == [b"garbage"]:
                 new_turn = [event_line("turn/start", 2), event_line("turn/end", 3)]
                 truncate_and_append(path, cut, new_turn)
             super().feed(lines, end)
@@ -212,6 +249,26 @@ def test_a_suffix_read_across_a_writer_replacing_the_tail_is_read_again(
     got = store_module.read_suffix(path, "none", offset=cut, expected_seq=2, first_line=4, ino=ino)
     assert got is not None
     scan, end = got
-    assert feeds > 2  # the first attempt was abandoned
+    assert WriterInTheMiddle.made == 2  # the first read saw damage in changing bytes
     assert [e.seq for e in scan.events] == [2, 3]
     assert scan.committed_end == end == path.stat().st_size
+
+
+def test_a_suffix_read_reports_damage_in_an_unchanging_file_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "session.jsonl"
+    cut = write_log(path, [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)])
+    with path.open("ab") as f:
+        f.write(b"{broken\n" + event_line("turn/end", 3) + b"\n")
+
+    class Counted(CountingScanner):
+        made = 0
+
+    monkeypatch.setattr(store_module, "PlainScanner", Counted)
+    with pytest.raises(LogDamage) as info:
+        store_module.read_suffix(
+            path, "none", offset=cut, expected_seq=2, first_line=4, ino=path.stat().st_ino
+        )
+    assert Counted.made == 1
+    assert (info.value.line, "(line 5)" in info.value.reason) == (4, True)

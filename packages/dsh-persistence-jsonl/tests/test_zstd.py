@@ -173,7 +173,7 @@ async def test_a_bad_line_before_a_turn_end_in_the_same_frame_is_corruption(
         await store.open("s-1", "read")
     assert info.value.artifact == str(path)
     assert info.value.line == 1 + 6 + 3  # header, the first frame's six lines, then the third
-    assert "before a committed turn/end" in str(info.value)
+    assert "before a committed turn/end (line 13)" in str(info.value)  # the frame's last line
     await store.aclose()
 
 
@@ -194,3 +194,17 @@ async def test_many_frames_read_back_in_order(tmp_path: Path, mk: Any) -> None:
     async with await JsonlPersistence(tmp_path, compression="zstd").open("s-1", "read") as r:
         assert [e.seq for e in await r.read()] == list(range(1800))
     await store.aclose()
+
+
+def test_a_thread_decodes_good_frames_after_a_bad_one() -> None:
+    from dsh_persistence_jsonl._zstdframes import FrameError, decompress_frame
+
+    good = zstandard.ZstdCompressor(write_checksum=True).compress(b"line\n" * 50)
+    bad = bytearray(good)
+    bad[-1] ^= 0xFF  # the checksum no longer matches
+    for _ in range(3):  # the thread's one decompressor is reused across failures
+        with pytest.raises(FrameError):
+            decompress_frame(bytes(bad), 0)
+        with pytest.raises(FrameError):
+            decompress_frame(good[: len(good) // 2], 0)
+        assert decompress_frame(good, 0) == b"line\n" * 50

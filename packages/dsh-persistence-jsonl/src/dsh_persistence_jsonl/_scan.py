@@ -54,6 +54,17 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _issue_reason(line: bytes, seq: int) -> str:
+    """What is wrong with the line ``decode_rows`` stopped at, ``seq`` being the next seq."""
+    try:
+        first = decode_row(line)[0].seq
+    except (SessionFormatError, ValueError, IndexError) as exc:
+        return f"undecodable record ({exc})"
+    if first == seq:  # decode_rows stops only at a line that fails or breaks the seqs
+        raise AssertionError(f"decode_rows stopped at a line that continues at seq {seq}")
+    return f"expected seq {seq}, got {first}"
+
+
 def _check_later(lines: list[bytes], issue: tuple[int, str], first_line: int) -> None:
     """Raise ``LogDamage`` at the ``issue`` line if any of ``lines`` (the first numbered
     ``first_line``) holds a committed ``turn/end``: the issue then lies in the committed region."""
@@ -88,7 +99,7 @@ class PlainScanner:
         """Scan the next complete ``lines`` (without their newlines); ``end`` is the file offset
         just past the last one's newline."""
         if self._issue is not None:
-            self._check_later(lines, self._line)
+            _check_later(lines, self._issue, self._line)
             self._line += len(lines)
             return
         result = self.result
@@ -97,35 +108,20 @@ class PlainScanner:
             result.events.extend(events)
         else:
             result.events = events
-        seq = self._seq + len(events)
-        for index in range(done, len(lines)):  # from the first problem line, if any: word it
-            line = lines[index]
-            try:
-                rows = decode_row(line)
-                first = rows[0].seq
-            except (SessionFormatError, ValueError, IndexError) as exc:
-                self._found(lines, index, end, f"undecodable record ({exc})")
-                return
-            if first != seq:
-                self._found(lines, index, end, f"expected seq {seq}, got {first}")
-                return
-            result.events.extend(rows)
-            seq += len(rows)
-        self._seq = seq
+        self._seq += len(events)
+        if done < len(lines):
+            self._found(lines, done, end, _issue_reason(lines[done], self._seq))
+            return
         self._line += len(lines)
         result.lines += len(lines)
         result.committed_end = end
 
     def _found(self, lines: list[bytes], index: int, end: int, reason: str) -> None:
-        self._issue = (self._line + index, reason)
+        issue = self._issue = (self._line + index, reason)
         self.result.lines += index
         self.result.committed_end = end - sum(len(line) + 1 for line in lines[index:])
-        self._check_later(lines[index + 1 :], self._line + index + 1)
+        _check_later(lines[index + 1 :], issue, self._line + index + 1)
         self._line += len(lines)
-
-    def _check_later(self, lines: list[bytes], first_line: int) -> None:
-        assert self._issue is not None
-        _check_later(lines, self._issue, first_line)
 
     def finish(self, end: int) -> BodyScan:
         """The scan, once every complete line was fed; ``end`` is the offset where the bytes
@@ -148,15 +144,10 @@ def scan_frames_plaintext(
         lines.pop()
         if issue is None:
             frame_events, done = decode_rows(lines, expected_seq)  # the clean prefix, in bulk
-            if done < len(lines):  # word the first problem line; the frame is not accepted
-                seq = expected_seq + len(frame_events)
-                try:
-                    rows = decode_row(lines[done])
-                    issue = (line_no + done, f"expected seq {seq}, got {rows[0].seq}")
-                except (SessionFormatError, ValueError, IndexError) as exc:
-                    issue = (line_no + done, f"undecodable record ({exc})")
-                later = lines[done + 1 :]
-                _check_later(later, issue, line_no + done + 1)
+            if done < len(lines):  # the frame is not accepted
+                reason = _issue_reason(lines[done], expected_seq + len(frame_events))
+                issue = (line_no + done, reason)
+                _check_later(lines[done + 1 :], issue, line_no + done + 1)
             else:
                 result.events.extend(frame_events)
                 expected_seq += len(frame_events)
