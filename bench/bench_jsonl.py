@@ -337,7 +337,9 @@ def raw_cold_read_blocks(path: Path) -> float:
     carry = b""
     with path.open("rb", buffering=0) as f:
         while block := f.read(256 * 1024):
-            lines = (carry + block).split(b"\n") if carry else block.split(b"\n")
+            lines = block.split(b"\n")
+            if carry:  # the line the previous block ended inside
+                lines[0] = carry + lines[0]
             carry = lines.pop()
             values.extend(pydantic_core.from_json(line) for line in lines)
     elapsed = time.perf_counter() - start
