@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,22 +180,24 @@ class OurAppender:
 
 async def append_ratio(
     base: Path,
-    turns: list[list[SessionEvent]],
     dicts: list[list[dict[str, Any]]],
-    compression: bool,
+    make_other: Callable[[], Any],
+    other_input: list[Any],
 ) -> tuple[float, float]:
+    """Median total times of the raw appender and of ``make_other()``'s (opened before the
+    timed turns), interleaved turn by turn, over ROUNDS rounds."""
     raw_t: list[float] = []
-    ours_t: list[float] = []
+    other_t: list[float] = []
     for _ in range(ROUNDS):
         raw = RawAppender(base)
-        ours = OurAppender(base, compression)
-        await ours.open()
-        a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
+        other = make_other()
+        await other.open()
+        a, b = await interleaved(raw.turn, dicts, other.turn, other_input)
         raw_t.append(a)
-        ours_t.append(b)
+        other_t.append(b)
         await raw.close()
-        await ours.close()
-    return statistics.median(raw_t), statistics.median(ours_t)
+        await other.close()
+    return statistics.median(raw_t), statistics.median(other_t)
 
 
 def raw_cold_read(path: Path) -> float:
@@ -274,7 +277,9 @@ async def main() -> int:
 
         # 1. durable append, per-turn interleaving, median over rounds
         for compression in (True, False):
-            raw_m, ours_m = await append_ratio(base, turns, dicts, compression)
+            raw_m, ours_m = await append_ratio(
+                base, dicts, lambda c=compression: OurAppender(base, c), turns
+            )
             ratio = raw_m / ours_m
             label = "compressed" if compression else "plain"
             rows.append(
@@ -288,18 +293,9 @@ async def main() -> int:
                 )
             )
 
-        raw_t2: list[float] = []
-        threaded_t: list[float] = []
-        for _ in range(ROUNDS):
-            raw = RawAppender(base)
-            threaded = ThreadedRawAppender(base)
-            await threaded.open()
-            a, b = await interleaved(raw.turn, dicts, threaded.turn, dicts)
-            raw_t2.append(a)
-            threaded_t.append(b)
-            await raw.close()
-            await threaded.close()
-        raw_m, threaded_m = statistics.median(raw_t2), statistics.median(threaded_t)
+        raw_m, threaded_m = await append_ratio(
+            base, dicts, lambda: ThreadedRawAppender(base), dicts
+        )
         rows.append(
             (
                 "durable append, raw itself with its SQL on a thread (info)",

@@ -25,7 +25,7 @@ BLOCK = _BLOCK  # the tests below size their logs to span several blocks
 
 def big_turn(mk: Any, start: int, turn: int, text_size: int) -> list[SessionEvent]:
     """``mk.one_turn`` with a user message of ``text_size`` characters (a varied line length)."""
-    events = mk.one_turn(start, turn)
+    events: list[SessionEvent] = mk.one_turn(start, turn)
     wire = json.loads(encode_event(events[1]))
     wire["data"]["content"][0]["text"] = "x" * text_size
     events[1] = decode_event(json.dumps(wire, separators=(",", ":")).encode())

@@ -4,6 +4,7 @@ log that changes while it is read is read again instead of being reported as dam
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,25 @@ def truncate_and_append(path: Path, at: int, lines: list[bytes]) -> None:
         f.write(b"".join(line + b"\n" for line in lines))
 
 
+class Reads:
+    """A header decoder for ``load_log`` that counts the reads (it runs once per read, after the
+    first block) and calls ``during(read_number)``: what another process does meanwhile."""
+
+    def __init__(self, during: Callable[[int], object] = lambda _read: None) -> None:
+        self.count = 0
+        self.during = during
+
+    def __call__(self, _line: bytes) -> tuple[Any, int]:
+        self.count += 1
+        self.during(self.count)
+        return None, 0
+
+
+def append_lines(path: Path, *lines: bytes) -> None:
+    with path.open("ab") as f:
+        f.write(b"".join(line + b"\n" for line in lines))
+
+
 def test_damage_in_bytes_changing_under_the_read_is_read_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,17 +141,16 @@ def test_damage_in_bytes_changing_under_the_read_is_read_again(
     committed = [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)]
     cut = write_log(path, committed, tail=b"garbage-" + b"g" * 200 + b"\n")
     monkeypatch.setattr(store_module, "_BLOCK", cut + 10)  # the first block: the garbage's start
-    calls = 0
+    new_turn = [event_line("turn/start", 2), event_line("turn/end", 3)]
 
-    def decode(_line: bytes) -> tuple[Any, int]:
-        nonlocal calls
-        calls += 1
-        if calls == 1:  # after the first block was read: a writer replaces the tail
-            truncate_and_append(path, cut, [event_line("turn/start", 2), event_line("turn/end", 3)])
-        return None, 0
+    def writer(read: int) -> None:
+        if read == 1:  # after the first block was read: a writer replaces the tail
+            truncate_and_append(path, cut, new_turn)
 
-    loaded = store_module.load_log(path, "none", decode)
-    assert calls == 2  # the first attempt saw damage in changing bytes and read again
+    reads = Reads(writer)
+
+    loaded = store_module.load_log(path, "none", reads)
+    assert reads.count == 2  # the first read saw damage in changing bytes and read again
     assert [e.seq for e in loaded.body.events] == [0, 1, 2, 3]
     assert loaded.body.committed_end == loaded.size == path.stat().st_size
     assert not loaded.body.discarded_tail
@@ -140,32 +159,21 @@ def test_damage_in_bytes_changing_under_the_read_is_read_again(
 def test_damage_in_a_file_that_does_not_change_is_reported_at_once(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)])
-    calls = 0
-
-    def decode(_line: bytes) -> tuple[Any, int]:
-        nonlocal calls
-        calls += 1
-        return None, 0
-
+    reads = Reads()
     with pytest.raises(LogDamage) as info:
-        store_module.load_log(path, "none", decode)
-    assert (calls, info.value.line) == (1, 3)
+        store_module.load_log(path, "none", reads)
+    assert (reads.count, info.value.line) == (1, 3)
 
 
 def test_a_clean_read_of_a_log_growing_meanwhile_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, event_line("turn/start", 0), event_line("turn/end", 1)])
-    calls = 0
-
-    def decode(_line: bytes) -> tuple[Any, int]:
-        nonlocal calls
-        calls += 1
-        with path.open("ab") as f:  # another process appends a turn during the read
-            f.write(event_line("turn/start", 2) + b"\n" + event_line("turn/end", 3) + b"\n")
-        return None, 0
-
-    loaded = store_module.load_log(path, "none", decode)
-    assert calls == 1  # one read: a clean prefix of an append-only log stays true
+    # another process appends a turn during the read
+    reads = Reads(
+        lambda _read: append_lines(path, event_line("turn/start", 2), event_line("turn/end", 3))
+    )
+    loaded = store_module.load_log(path, "none", reads)
+    assert reads.count == 1  # one read: a clean prefix of an append-only log stays true
     assert [e.seq for e in loaded.body.events] == list(range(loaded.body.lines))
     assert loaded.body.lines == 4  # the read went on to EOF, the appended turn included
     assert loaded.body.committed_end == loaded.size
@@ -176,43 +184,27 @@ def test_damage_in_a_log_changing_on_every_read_is_raised_after_five_reads(
 ) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, event_line("turn/start", 0), b"{broken", event_line("turn/end", 1)])
-    calls = 0
-
-    def decode(_line: bytes) -> tuple[Any, int]:
-        nonlocal calls
-        calls += 1
-        with path.open("ab") as f:  # a steady stream of appends behind real damage
-            f.write(event_line("step/start", 1 + calls) + b"\n")
-        return None, 0
-
+    # a steady stream of appends behind real damage
+    reads = Reads(lambda read: append_lines(path, event_line("step/start", 1 + read)))
     with pytest.raises(LogDamage) as info:
-        store_module.load_log(path, "none", decode)
-    assert calls == 5
+        store_module.load_log(path, "none", reads)
+    assert reads.count == 5
     assert info.value.line == 3
 
 
 def test_a_log_removed_during_a_clean_read_is_served_as_read(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, event_line("turn/start", 0)])
-
-    def decode(_line: bytes) -> tuple[Any, int]:
-        path.unlink()  # the open file stays readable; the handle's next read says NotFound
-        return None, 0
-
-    loaded = store_module.load_log(path, "none", decode)
+    # the open file stays readable; the handle's next read says NotFound
+    loaded = store_module.load_log(path, "none", Reads(lambda _read: path.unlink()))
     assert [e.seq for e in loaded.body.events] == [0]
 
 
 def test_a_damaged_log_removed_during_the_read_is_not_found(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     write_log(path, [HEADER, b"{broken", event_line("turn/end", 0)])
-
-    def decode(_line: bytes) -> tuple[Any, int]:
-        path.unlink(missing_ok=True)
-        return None, 0
-
     with pytest.raises(FileNotFoundError):  # the damage was in a changing file: read again
-        store_module.load_log(path, "none", decode)
+        store_module.load_log(path, "none", Reads(lambda _read: path.unlink(missing_ok=True)))
 
 
 class CountingScanner(PlainScanner):
