@@ -347,9 +347,10 @@ def raw_cold_read_blocks(path: Path) -> float:
     return elapsed
 
 
-async def our_cold_read(root: Path) -> float:
+async def our_cold_read(make_store: Callable[[], Any]) -> float:
+    """Open the cold session for read through a fresh ``make_store()`` and read every event."""
     start = time.perf_counter()
-    store = JsonlPersistence(root)
+    store = make_store()
     async with await store.open("bench-cold", "read") as reader:
         events = await reader.read()
     elapsed = time.perf_counter() - start
@@ -558,10 +559,12 @@ async def main() -> int:
         gc.disable()
         try:
             raw_t, ours_t = await median_pair(
-                lambda: raw_cold_read(cold_path), lambda: our_cold_read(base / "cold")
+                lambda: raw_cold_read(cold_path),
+                lambda: our_cold_read(lambda: JsonlPersistence(base / "cold")),
             )
             blocks_t, ours_t2 = await median_pair(
-                lambda: raw_cold_read_blocks(cold_path), lambda: our_cold_read(base / "cold")
+                lambda: raw_cold_read_blocks(cold_path),
+                lambda: our_cold_read(lambda: JsonlPersistence(base / "cold")),
             )
         finally:
             gc.enable()

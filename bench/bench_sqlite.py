@@ -44,7 +44,14 @@ import pydantic_core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_jsonl import build_turns, header, interleaved, median_pair, turn_events
+from bench_jsonl import (
+    build_turns,
+    header,
+    interleaved,
+    median_pair,
+    our_cold_read,
+    turn_events,
+)
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import SessionEvent, SessionHeader, encode_event
 
@@ -213,17 +220,6 @@ def raw_cold_read(path: Path) -> float:
     return elapsed
 
 
-async def our_cold_read(path: Path) -> float:
-    start = time.perf_counter()
-    store = SqlitePersistence(path)
-    async with await store.open("bench-cold", "read") as reader:
-        events = await reader.read()
-    elapsed = time.perf_counter() - start
-    assert len(events) == COLD_EVENTS
-    await store.aclose()
-    return elapsed
-
-
 def raw_list(path: Path) -> float:
     start = time.perf_counter()
     connection = sqlite3.connect(path)
@@ -313,7 +309,7 @@ async def main() -> int:
         gc.disable()
         try:
             raw_t, ours_t = await median_pair(
-                lambda: raw_cold_read(cold), lambda: our_cold_read(cold)
+                lambda: raw_cold_read(cold), lambda: our_cold_read(lambda: SqlitePersistence(cold))
             )
         finally:
             gc.enable()
