@@ -164,3 +164,104 @@ def test_a_big_integer_is_allowed_only_as_javascript_writes_it() -> None:
     assert is_lossless_json(52841431442818820)  # JSON.stringify(5.284143144281882e16)
     assert not is_lossless_json(52841431442818816)  # the double's exact value: JS never writes it
     assert not is_lossless_json(2**53 + 1)
+
+
+# -- the fast path and the reference encoding agree ----------------------------------------
+
+
+def _reference_string(text: str) -> str:
+    """``JSON.stringify`` of a string, written out character by character (UTF-16 view)."""
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+    short["\t"] = "\\t"
+    out = ['"']
+    index = 0
+    while index < len(text):
+        char = text[index]
+        code = ord(char)
+        if char in short:
+            out.append(short[char])
+        elif code < 0x20:
+            out.append(f"\\u{code:04x}")
+        elif (
+            0xD800 <= code <= 0xDBFF
+            and index + 1 < len(text)
+            and 0xDC00 <= ord(text[index + 1]) <= 0xDFFF
+        ):  # a pair held as two code points is one character in JavaScript
+            out.append(chr(0x10000 + ((code - 0xD800) << 10) + ord(text[index + 1]) - 0xDC00))
+            index += 1
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+        index += 1
+    out.append('"')
+    return "".join(out)
+
+
+def _reference(value: object) -> str:
+    """``JSON.stringify`` of a lossless value, written out independently of the codec."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return js_number(value)
+    if isinstance(value, str):
+        return _reference_string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_reference(item) for item in value) + "]"
+    assert isinstance(value, dict)
+    items = (_reference_string(key) + ":" + _reference(item) for key, item in value.items())
+    return "{" + ",".join(items) + "}"
+
+
+any_text = st.lists(  # joined by hand: st.text never yields surrogates
+    st.characters(exclude_categories=())
+    | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=())
+    | st.characters(max_codepoint=0x20)
+    | st.sampled_from(['"', "\\", "\x7f", "\u2028", "\u2029", "\ufeff", "\U0001f600"]),
+    max_size=12,
+).map("".join)
+
+any_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(
+        lambda f: not (f == 0 and math.copysign(1, f) < 0)
+    )
+    | any_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(any_values)
+def test_encoding_equals_the_reference_byte_for_byte(value: object) -> None:
+    # whichever path the encoder takes (fast, C, or JavaScript floats), the bytes are these
+    assert dumps_canonical(value) == _reference(value).encode("utf-8")
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False).filter(
+        lambda f: not (f == 0 and math.copysign(1, f) < 0)
+    )
+)
+def test_a_float_inside_data_is_written_as_javascript_writes_it(value: float) -> None:
+    assert dumps_canonical({"x": [value, 1]}) == b'{"x":[' + js_number(value).encode() + b",1]}"
+
+
+def test_every_character_is_encoded_as_javascript_encodes_it() -> None:
+    for code in range(0x110000):
+        text = chr(code)
+        assert dumps_canonical([text]) == f"[{_reference_string(text)}]".encode(), hex(code)
+
+
+@pytest.mark.parametrize("depth", [200, 254, 255, 256, 300])
+def test_deep_but_allowed_nesting_is_encoded_whole(depth: int) -> None:
+    value: object = {"k": "v\ud800", "n": 1.5}
+    for _ in range(depth):
+        value = [value]
+    assert dumps_canonical(value) == _reference(value).encode()

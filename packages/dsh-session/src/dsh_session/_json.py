@@ -16,6 +16,9 @@ import math
 import re
 from typing import Any, TypeAlias
 
+from pydantic_core import PydanticSerializationError
+from pydantic_core import to_json as _rust_encode
+
 from dsh_session._errors import LosslessJsonError
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -234,8 +237,12 @@ def dumps_canonical(value: object) -> bytes:
         odd_float = _quick_check(value)
     except (_Escalate, RecursionError):
         odd_float = None  # let the precise check decide (and name the bad path)
-    if odd_float is False:  # every float (if any) is written by the C encoder as JavaScript does
-        return _to_bytes(_c_encode(value))
+    if odd_float is False:  # every float (if any) has the same text in repr and in JavaScript
+        try:
+            # the C encoder's bytes (string escapes, repr floats, UTF-8) ~5x faster
+            return _rust_encode(value)
+        except PydanticSerializationError:  # a lone surrogate, or nesting past its depth limit
+            return _to_bytes(_c_encode(value))
     try:
         has_float = _check(value, "$", set())
     except RecursionError:
