@@ -95,7 +95,7 @@ def test_a_row_whose_frame_is_not_smaller_stays_raw() -> None:
         compressor=Inflating(),  # type: ignore[arg-type]
     )
     assert row[ROW_COMPRESSED] == 0
-    assert row[ROW_PAYLOAD] == encode_event(event)
+    assert row[ROW_PAYLOAD] == encode_event(event).decode()  # TEXT, bound as str
 
 
 async def test_random_text_over_4_kib_round_trips_either_way(db_path: Path, mk: Any) -> None:

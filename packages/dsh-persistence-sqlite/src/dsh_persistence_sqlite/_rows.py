@@ -66,10 +66,11 @@ class RowError(ValueError):
     """A stored row does not decode to the events it claims to stand for."""
 
 
-Row = tuple[str, int, int, str, int, int, "bytes", int]
+Row = tuple[str, int, int, str, int, int, "str | bytes", int]
 """One physical row to insert, as ``INSERT_ROW``'s parameters: ``(session_id, seq, last_seq,
-type, time, compressed, payload, written_at)``; ``payload`` is the JSON line, or its zstd frame
-when ``compressed`` is 1. A plain tuple: the append path builds ten of these per turn."""
+type, time, compressed, payload, written_at)``; ``payload`` is the JSON line as ``str`` (bound as
+TEXT), or its zstd frame as ``bytes`` (a BLOB) when ``compressed`` is 1. A plain tuple: the
+append path builds ten of these per turn."""
 
 ROW_SEQ = 1
 ROW_COMPRESSED = 5
@@ -134,7 +135,8 @@ def rows_of_batch(
                 append((session_id, seq, seq, wire["type"], wire["time"], 1, frame, written_at))
                 seq += 1
                 continue
-        append((session_id, seq, seq, wire["type"], wire["time"], 0, line, written_at))
+        # TEXT bound as str: SQLite stores it as given (a CAST from a BLOB copies it again)
+        append((session_id, seq, seq, wire["type"], wire["time"], 0, line.decode(), written_at))
         seq += 1
     return rows
 
@@ -163,11 +165,13 @@ def _packed_rows(
         count = last - first.seq + 1
         kind = first.type if count == 1 else _tag(line)
         compressed = 0
-        payload = line
+        payload: str | bytes = line
         if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
             frame = compressor.compress(line)
             if len(frame) < len(line):
                 compressed, payload = 1, frame
+        if not compressed:
+            payload = line.decode()  # TEXT bound as str
         rows.append(
             (session_id, first.seq, last, kind, first.time, compressed, payload, written_at)
         )

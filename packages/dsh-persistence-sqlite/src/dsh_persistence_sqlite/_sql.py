@@ -118,8 +118,9 @@ where the dropped row's did."""
 
 INSERT_ROW = """INSERT INTO events
   (session_id, seq, last_seq, type, time, compressed, line, written_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, CASE ?6 WHEN 0 THEN CAST(?7 AS TEXT) ELSE ?7 END, ?8)"""
-"""One physical row; ``?7`` is the line's bytes (stored as TEXT unless compressed)."""
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)"""
+"""One physical row; the line is bound as TEXT (``str``), or as a BLOB when compressed (the
+table's ``CHECK`` refuses any other pairing)."""
 
 DELETE_ROW = "DELETE FROM events WHERE session_id = ? AND seq = ?"
 
