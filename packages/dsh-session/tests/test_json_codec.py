@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import collections
+import enum
 import json
 import math
+import sys
 
 import pytest
 from hypothesis import given
@@ -16,6 +19,7 @@ from dsh_session import (
     js_number,
     lossless_json_snapshot,
 )
+from dsh_session import _json as _json_module
 
 
 @pytest.mark.parametrize(
@@ -91,6 +95,126 @@ def test_values_json_cannot_carry_are_refused(bad: object) -> None:
     assert not is_lossless_json({"v": bad})
     with pytest.raises(LosslessJsonError):
         lossless_json_snapshot({"v": bad})
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+class _Number(enum.IntEnum):
+    ONE = 1
+
+
+class _Word(enum.StrEnum):
+    A = "a"
+
+
+@pytest.mark.parametrize(
+    ("bad", "path"),
+    [
+        ((1, 2), "$['v'][1]"),
+        ({1, 2}, "$['v'][1]"),
+        (b"ab", "$['v'][1]"),
+        (object(), "$['v'][1]"),
+        (_Str("s"), "$['v'][1]"),
+        (_Int(1), "$['v'][1]"),
+        (_Float(1.5), "$['v'][1]"),
+        (_Dict(a=1), "$['v'][1]"),
+        (_List([1]), "$['v'][1]"),
+        (_Number.ONE, "$['v'][1]"),
+        (_Word.A, "$['v'][1]"),
+        (collections.OrderedDict(a=1), "$['v'][1]"),
+        (2**53 + 1, "$['v'][1]"),
+        ({1: "x"}, "$['v'][1]"),
+        ({True: "x"}, "$['v'][1]"),
+        ({None: "x"}, "$['v'][1]"),
+        ({_Str("k"): "x"}, "$['v'][1]"),
+    ],
+    ids=[
+        "tuple",
+        "set",
+        "bytes",
+        "object",
+        "str-subclass",
+        "int-subclass",
+        "float-subclass",
+        "dict-subclass",
+        "list-subclass",
+        "int-enum",
+        "str-enum",
+        "ordered-dict",
+        "unsafe-int",
+        "int-key",
+        "bool-key",
+        "none-key",
+        "str-subclass-key",
+    ],
+)
+def test_the_encoder_refuses_what_json_cannot_carry_and_names_it(bad: object, path: str) -> None:
+    # pydantic_core.to_json would write most of these (a tuple as a list, an int key as a
+    # string): the encoder must refuse them before its fast path, naming where they are
+    with pytest.raises(LosslessJsonError) as info:
+        dumps_canonical({"v": ["ok", bad, "ok"]})
+    assert info.value.path == path
+
+
+@pytest.mark.parametrize("depth", [254, 255, 256])
+def test_nesting_past_the_fast_writer_limit_falls_back_to_the_same_bytes(depth: int) -> None:
+    value: object = {"k": "v", "n": [1, 2.5, None, True]}
+    for _ in range(depth):
+        value = [value]
+    assert dumps_canonical(value) == _reference(value).encode()
+
+
+def test_nesting_the_c_encoder_cannot_take_is_refused_not_crashing() -> None:
+    def deep(levels: int) -> object:
+        value: object = "v"
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    # find a depth the checks accept but the C encoder (which counts the caller's frames too)
+    # does not, whatever this interpreter's limit: either way the answer is bytes or a refusal
+    outcomes: list[bool | str] = []
+    for levels in range(sys.getrecursionlimit() - 80, sys.getrecursionlimit() + 5):
+        try:
+            got = dumps_canonical(deep(levels))
+        except LosslessJsonError as error:
+            outcomes.append(str(error))
+        else:
+            outcomes.append(got == b"[" * levels + b'"v"' + b"]" * levels)
+    assert all(o is True or "nested too deeply" in str(o) for o in outcomes), outcomes
+
+
+def test_a_typical_event_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the ~5x faster writer must stay the common case: a spy counts its calls
+    calls: list[object] = []
+    real = _json_module._rust_encode
+
+    def spy(value: object) -> bytes:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(_json_module, "_rust_encode", spy)
+    event = {"type": "assistant/message", "seq": 3, "time": 1, "data": {"text": "hé", "t": 0.7}}
+    assert dumps_canonical(event) == _reference(event).encode()
+    assert calls == [event]
 
 
 def test_big_integers_are_allowed_in_the_digits_javascript_writes() -> None:

@@ -242,13 +242,20 @@ def dumps_canonical(value: object) -> bytes:
             # the C encoder's bytes (string escapes, repr floats, UTF-8) ~5x faster
             return _rust_encode(value)
         except PydanticSerializationError:  # a lone surrogate, or nesting past its depth limit
-            return _to_bytes(_c_encode(value))
+            pass
+    else:
+        try:
+            has_float = _check(value, "$", set())
+        except RecursionError:
+            raise LosslessJsonError("$", "nested too deeply") from None
+        if has_float:
+            parts: list[str] = []
+            try:
+                _slow_encode(value, parts)
+            except RecursionError:
+                raise LosslessJsonError("$", "nested too deeply") from None
+            return _to_bytes("".join(parts))
     try:
-        has_float = _check(value, "$", set())
-    except RecursionError:
-        raise LosslessJsonError("$", "nested too deeply") from None
-    if not has_float:
         return _to_bytes(_c_encode(value))
-    parts: list[str] = []
-    _slow_encode(value, parts)
-    return _to_bytes("".join(parts))
+    except RecursionError:  # the check fit under the recursion limit, the C encoder did not
+        raise LosslessJsonError("$", "nested too deeply") from None
