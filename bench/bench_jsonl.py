@@ -484,22 +484,15 @@ async def main() -> int:
         plain_sizes: list[int] = []
         zstd_sizes: list[int] = []
         for _ in range(ROUNDS):
-            raw = RawAppender(base)
-            ours = OurAppender(base, "none")
-            await ours.open()
-            a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
-            raw_t.append(a)
-            ours_t.append(b)
-            await raw.close()
-            await ours.close()
-            raw = RawAppender(base, rust=True)
-            ours = OurAppender(base, "none")
-            await ours.open()
-            a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
-            rust_t.append(a)
-            ours2_t.append(b)
-            await raw.close()
-            await ours.close()
+            for rust, raw_times, our_times in ((False, raw_t, ours_t), (True, rust_t, ours2_t)):
+                raw = RawAppender(base, rust=rust)
+                ours = OurAppender(base, "none")
+                await ours.open()
+                a, b = await interleaved(raw.turn, dicts, ours.turn, turns)
+                raw_times.append(a)
+                our_times.append(b)
+                await raw.close()
+                await ours.close()
             plain = OurAppender(base, "none")
             packed = OurAppender(base, "zstd")
             await plain.open()
@@ -646,8 +639,14 @@ async def main() -> int:
             )
         )
 
+    return report("bench_jsonl", rows)
+
+
+def report(name: str, rows: list[tuple[str, str, str, str, bool]]) -> int:
+    """Print the table of ``(measurement, baseline, ours, ratio, bar met)`` rows; 1 when a bar
+    is missed, else 0 (the script's exit status)."""
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    print(f"bench_jsonl (python {sys.version.split()[0]}, median of {ROUNDS} rounds)")
+    print(f"{name} (python {sys.version.split()[0]}, median of {ROUNDS} rounds)")
     for row in rows:
         cells = [row[i].ljust(widths[i]) for i in range(4)]
         print("  ".join(cells), "ok" if row[4] else "MISSED")

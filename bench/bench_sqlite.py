@@ -53,6 +53,7 @@ from bench_jsonl import (
     interleaved,
     median_pair,
     our_cold_read,
+    report,
     turn_events,
 )
 from dsh_persistence_sqlite import SqlitePersistence
@@ -381,16 +382,7 @@ async def main() -> int:
             )
         )
 
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    print(f"bench_sqlite (python {sys.version.split()[0]}, median of {ROUNDS} rounds)")
-    for row in rows:
-        cells = [row[i].ljust(widths[i]) for i in range(4)]
-        print("  ".join(cells), "ok" if row[4] else "MISSED")
-    missed = [r[0] for r in rows if not r[4]]
-    if missed:
-        print("missed bars: " + "; ".join(missed))
-        return 1
-    return 0
+    return report("bench_sqlite", rows)
 
 
 if __name__ == "__main__":

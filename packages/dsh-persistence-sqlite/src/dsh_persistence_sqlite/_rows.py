@@ -104,6 +104,19 @@ def _bounded(line: bytes, members: Sequence[SessionEvent]) -> list[bytes]:
     return parts
 
 
+def _stored_form(
+    line: bytes, compressor: zstandard.ZstdCompressor | None
+) -> tuple[int, str | bytes]:
+    """``(compressed, payload)`` of a row's line: its zstd frame when compression is on, the line
+    is at least ``COMPRESS_MIN_BYTES`` and the frame is smaller; else the line as ``str`` (bound
+    as TEXT as given: a ``CAST`` from a BLOB in SQL would copy it again)."""
+    if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
+        frame = compressor.compress(line)
+        if len(frame) < len(line):
+            return 1, frame
+    return 0, line.decode()
+
+
 def rows_of_batch(
     session_id: str,
     events: Sequence[SessionEvent],
@@ -129,14 +142,8 @@ def rows_of_batch(
         wire = event.to_wire()
         if wire["seq"] != seq:
             assert_contiguous(session_id, events, first_seq)  # raises, naming the index
-        if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
-            frame = compressor.compress(line)
-            if len(frame) < len(line):
-                append((session_id, seq, seq, wire["type"], wire["time"], 1, frame, written_at))
-                seq += 1
-                continue
-        # TEXT bound as str: SQLite stores it as given (a CAST from a BLOB copies it again)
-        append((session_id, seq, seq, wire["type"], wire["time"], 0, line.decode(), written_at))
+        compressed, payload = _stored_form(line, compressor)
+        append((session_id, seq, seq, wire["type"], wire["time"], compressed, payload, written_at))
         seq += 1
     return rows
 
@@ -164,14 +171,7 @@ def _packed_rows(
         last = row_last_seq(line)
         count = last - first.seq + 1
         kind = first.type if count == 1 else _tag(line)
-        compressed = 0
-        payload: str | bytes = line
-        if compressor is not None and len(line) >= COMPRESS_MIN_BYTES:
-            frame = compressor.compress(line)
-            if len(frame) < len(line):
-                compressed, payload = 1, frame
-        if not compressed:
-            payload = line.decode()  # TEXT bound as str
+        compressed, payload = _stored_form(line, compressor)
         rows.append(
             (session_id, first.seq, last, kind, first.time, compressed, payload, written_at)
         )

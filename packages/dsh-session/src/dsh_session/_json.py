@@ -243,19 +243,11 @@ def dumps_canonical(value: object) -> bytes:
             return _rust_encode(value)
         except PydanticSerializationError:  # a lone surrogate, or nesting past its depth limit
             pass
-    else:
-        try:
-            has_float = _check(value, "$", set())
-        except RecursionError:
-            raise LosslessJsonError("$", "nested too deeply") from None
-        if has_float:
-            parts: list[str] = []
-            try:
-                _slow_encode(value, parts)
-            except RecursionError:
-                raise LosslessJsonError("$", "nested too deeply") from None
-            return _to_bytes("".join(parts))
     try:
+        if odd_float is not False and _check(value, "$", set()):  # floats JavaScript writes
+            parts: list[str] = []
+            _slow_encode(value, parts)
+            return _to_bytes("".join(parts))
         return _to_bytes(_c_encode(value))
-    except RecursionError:  # the check fit under the recursion limit, the C encoder did not
+    except RecursionError:  # in a check, or in the C encoder (which counts the caller's frames)
         raise LosslessJsonError("$", "nested too deeply") from None
