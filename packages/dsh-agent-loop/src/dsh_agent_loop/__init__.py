@@ -1,0 +1,50 @@
+"""The DSH agent loop: turns and steps of model calls and tool calls over a durable session log.
+
+- ``AgentLoop(model, tools, *, persistence=None, extensions=None, checkpoints=None, ...)``:
+  ``create``, ``resume`` and ``fork`` agents; ``aclose`` closes them all.
+- ``LoopAgent``: the live agent (``dsh_agent.Agent``): ``followup``/``steer``/``inject``,
+  ``cancel``, ``wait_idle``, ``aclose``.
+- ``FlushPolicy`` (the default checkpoints) and ``RetryPolicy`` (the default retries).
+- ``request_from_log`` and ``check_request``: every request rebuilt from the log alone.
+"""
+
+from dsh_agent_loop._agent import LoopAgent
+from dsh_agent_loop._checkpoints import ALL_CHECKPOINTS, FlushPolicy
+from dsh_agent_loop._errors import (
+    AgentLoopError,
+    AgentNotFoundError,
+    AgentRunningError,
+    CheckpointError,
+    DuplicateAgentError,
+    LoopClosedError,
+    NoModelError,
+    PersistenceNotConfiguredError,
+    RequestInvariantError,
+    ResumeOptionsError,
+)
+from dsh_agent_loop._loop import AgentLoop
+from dsh_agent_loop._reconstruct import check_request, request_from_log
+from dsh_agent_loop._retry import DEFAULT_RETRY_CODES, RetryPolicy
+from dsh_agent_loop._turn import ModelFailedError
+
+__all__ = [
+    "ALL_CHECKPOINTS",
+    "DEFAULT_RETRY_CODES",
+    "AgentLoop",
+    "AgentLoopError",
+    "AgentNotFoundError",
+    "AgentRunningError",
+    "CheckpointError",
+    "DuplicateAgentError",
+    "FlushPolicy",
+    "LoopAgent",
+    "LoopClosedError",
+    "ModelFailedError",
+    "NoModelError",
+    "PersistenceNotConfiguredError",
+    "RequestInvariantError",
+    "ResumeOptionsError",
+    "RetryPolicy",
+    "check_request",
+    "request_from_log",
+]

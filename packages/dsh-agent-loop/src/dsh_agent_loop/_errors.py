@@ -1,0 +1,126 @@
+"""The loop's errors: one base, ``AgentLoopError``, each naming the session it is about."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentLoopError",
+    "AgentNotFoundError",
+    "AgentRunningError",
+    "CheckpointError",
+    "DuplicateAgentError",
+    "LoopClosedError",
+    "NoModelError",
+    "PersistenceNotConfiguredError",
+    "RequestInvariantError",
+    "ResumeOptionsError",
+]
+
+
+class AgentLoopError(Exception):
+    """Base of every agent-loop error; ``session_id`` names the session concerned."""
+
+    code = "AGENT_LOOP"
+
+    def __init__(self, session_id: str, message: str) -> None:
+        super().__init__(f"session {session_id!r}: {message}")
+        self.session_id = session_id
+        self.message = message
+
+
+class PersistenceNotConfiguredError(AgentLoopError):
+    """Resume (or a fork of a stored session) needs persistence, and the loop has none."""
+
+    code = "NO_PERSISTENCE"
+
+    def __init__(self, session_id: str, operation: str) -> None:
+        super().__init__(
+            session_id,
+            f"cannot {operation}: session persistence is not configured for this loop "
+            "(pass persistence= to AgentLoop)",
+        )
+
+
+class DuplicateAgentError(AgentLoopError):
+    """An agent with this id is already live in this loop."""
+
+    code = "DUPLICATE_AGENT"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            session_id, "an agent with this id is already live in this loop; dispose of it first"
+        )
+
+
+class AgentNotFoundError(AgentLoopError):
+    """No live agent and no stored session has this id."""
+
+    code = "AGENT_NOT_FOUND"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id, "no live agent and no stored session has this id")
+
+
+class AgentRunningError(AgentLoopError):
+    """The operation needs the agent idle (for example forking a live agent mid-turn)."""
+
+    code = "AGENT_RUNNING"
+
+
+class ResumeOptionsError(AgentLoopError):
+    """A resumed session's log names no model to continue with, and none was given."""
+
+    code = "RESUME_OPTIONS"
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            session_id,
+            "cannot resume: the log has no request/header to take provider and model from; "
+            "pass options=AgentOptions(provider=..., model=...)",
+        )
+
+
+class LoopClosedError(AgentLoopError):
+    """The loop (or the agent) was closed; nothing new can start."""
+
+    code = "LOOP_CLOSED"
+
+
+class NoModelError(AgentLoopError):
+    """No model serves the provider a request is routed to."""
+
+    code = "NO_MODEL"
+
+    def __init__(self, session_id: str, provider: str, known: list[str]) -> None:
+        super().__init__(
+            session_id,
+            f"no model serves provider {provider!r} (this loop serves: "
+            f"{', '.join(repr(name) for name in known) or 'none'})",
+        )
+        self.provider = provider
+
+
+class CheckpointError(AgentLoopError):
+    """The session log could not be made durable at a checkpoint; the loop failed closed."""
+
+    code = "CHECKPOINT_FAILED"
+
+    def __init__(self, session_id: str, cause: BaseException) -> None:
+        super().__init__(
+            session_id,
+            f"the session log could not be made durable ({type(cause).__name__}: {cause})",
+        )
+        self.cause = cause
+
+
+class RequestInvariantError(AgentLoopError):
+    """A loop-built request differs from what the session log alone rebuilds."""
+
+    code = "REQUEST_INVARIANT"
+
+    def __init__(self, session_id: str, seq: int, difference: str) -> None:
+        super().__init__(
+            session_id,
+            f"the request built after seq {seq} is not what the log rebuilds: {difference}",
+        )
+        self.seq = seq
+        self.difference = difference

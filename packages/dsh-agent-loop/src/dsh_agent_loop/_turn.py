@@ -1,0 +1,294 @@
+"""One turn: steps of one model call and its tools, until the model is done (reference §6.3).
+
+Durable order: ``turn/start``, then per step ``step/start``, the entering ``user/message``s,
+``request/header`` (when it changed) and ``request/context`` (when the route changed), the
+``assistant/chunk``s, one ``assistant/message``, ``tool/call``/``tool/result`` pairs, and
+``step/end``; last ``turn/end{reason}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any, Literal
+
+from dsh_agent import (
+    Enter,
+    Fail,
+    PreStepDecision,
+    Reject,
+    RequestError,
+    Retry,
+    StepContext,
+    TurnStopping,
+)
+from dsh_agent_loop._errors import AgentLoopError, NoModelError
+from dsh_agent_loop._reconstruct import check_request
+from dsh_agent_loop._stream import Attempt, stream_attempt
+from dsh_agent_loop._tools import ToolBatch, skipped_result
+from dsh_llm import LlmFailure, ModelSource, ReasoningBlock, TextBlock, UserMessage
+from dsh_session import Session
+
+if TYPE_CHECKING:
+    from dsh_agent_loop._agent import LoopAgent
+
+__all__ = ["ModelFailedError", "run_turn"]
+
+_log = logging.getLogger("dsh_agent_loop")
+
+StepOutcome = Literal["completed", "max-tokens"] | None
+"""``completed``: the model is done; ``max-tokens``: its answer was cut off; ``None``: tools ran,
+another step follows."""
+
+
+class ModelFailedError(Exception):
+    """A model call failed and no ``request_error`` listener retried it."""
+
+    def __init__(self, failure: LlmFailure) -> None:
+        super().__init__(f"{failure.code}: {failure.message}")
+        self.failure = failure
+
+
+def _user_message_data(message: UserMessage) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "content": [block.to_wire() for block in message.content],
+        "source": message.source.to_wire(),
+    }
+    if message.id is not None:
+        data["id"] = message.id
+    return data
+
+
+def error_reason(error: BaseException) -> dict[str, Any]:
+    """The ``turn/end`` reason of a turn that failed with ``error``."""
+    if isinstance(error, ModelFailedError):
+        return {"kind": "error", "error": error.failure.to_wire()}
+    if isinstance(error, AgentLoopError):
+        return {"kind": "error", "error": {"message": str(error), "code": error.code}}
+    message = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return {"kind": "error", "error": {"message": message, "code": "UNKNOWN"}}
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _pre_step(agent: LoopAgent, context: StepContext, claimed: list[UserMessage]) -> Any:
+    decision: PreStepDecision = Enter(tuple(claimed))
+    for listener in agent.runtime.extensions.pre_step:
+        replaced = await _maybe_await(listener(context, decision))
+        if replaced is None:
+            continue
+        if not isinstance(replaced, Enter | Reject):
+            raise TypeError(
+                f"a pre_step listener returned {type(replaced).__name__}, not Enter, Reject or None"
+            )
+        decision = replaced
+    if isinstance(decision, Enter):
+        for message in decision.messages:
+            if not isinstance(message, UserMessage):
+                raise TypeError(f"a pre_step Enter holds {type(message).__name__}, not UserMessage")
+    return decision
+
+
+async def _request_error(agent: LoopAgent, error: RequestError) -> bool:
+    """Whether a listener retries the failed call (the first decision wins)."""
+    listeners = list(agent.runtime.extensions.request_error)
+    if agent.runtime.retry is not None:
+        listeners.append(agent.runtime.retry)
+    for listener in listeners:
+        try:
+            decision = await _maybe_await(listener(error))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception("session %s: a request_error listener failed; no retry", agent.id)
+            return False
+        if isinstance(decision, Retry):
+            return True
+        if isinstance(decision, Fail):
+            return False
+    return False
+
+
+async def _turn_stopping(agent: LoopAgent, stopping: TurnStopping) -> None:
+    for listener in agent.runtime.extensions.turn_stopping:
+        await _maybe_await(listener(stopping))
+
+
+def _log_interrupted(session: Session, attempt: Attempt) -> None:
+    content = attempt.interrupted_content()
+    if not content:
+        return
+    message = attempt.message()
+    data: dict[str, Any] = {
+        "turn": attempt.turn,
+        "step": attempt.step,
+        "content": content,
+        "provenance": attempt.provenance(message),
+        "interrupted": True,
+    }
+    session.append("assistant/message", data, source_event_seqs=attempt.seqs)
+
+
+async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
+    """One model call (retried in place while a listener says so) and the tools it asks for."""
+    session = agent.session
+    runtime = agent.runtime
+    context = StepContext(agent, turn, step)
+    attempt_number = 0
+    while True:
+        attempt_number += 1
+        prefix = await agent.session_prefix()
+        request, config = await agent.builder.build(
+            context, prefix=prefix, tools=runtime.tools.schemas()
+        )
+        await agent.checkpoint("before-request")
+        if runtime.check_requests:
+            try:
+                check_request(session, request)
+            except AgentLoopError as error:
+                runtime.invariant_failures.append(error)
+                raise
+        model = runtime.models.get(config.provider, runtime.default_model)
+        if model is None:
+            raise NoModelError(agent.id, config.provider, sorted(runtime.models))
+        attempt = Attempt(turn, step, ModelSource(provider=config.provider, model=config.model))
+        try:
+            await stream_attempt(session, model, request, attempt)
+        except asyncio.CancelledError:
+            _log_interrupted(session, attempt)
+            raise
+        failure = attempt.failure
+        if failure is not None:
+            failed = RequestError(agent, turn, step, attempt_number, failure, config)
+            if await _request_error(agent, failed):
+                continue
+            raise ModelFailedError(failure)
+        message = attempt.message()
+        data: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "content": [
+                block.to_wire()
+                for block in message.content
+                if not (isinstance(block, TextBlock | ReasoningBlock) and not block.text)
+            ],
+            "provenance": attempt.provenance(message),
+        }
+        if attempt.usage is not None:
+            data["usage"] = attempt.usage.usage.to_wire()
+        session.append("assistant/message", data, source_event_seqs=attempt.seqs)
+        calls = message.tool_calls
+        finish = attempt.finish
+        truncated = finish is not None and finish.reason.kind == "max-tokens"
+        if truncated and calls:
+            result = skipped_result(
+                "TRUNCATED_TOOL_CALL",
+                "tool call not run: the model's answer was cut off at its token limit",
+            )
+            for call in calls:
+                call_event = session.append(
+                    "tool/call",
+                    {
+                        "turn": turn,
+                        "step": step,
+                        "callId": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    },
+                )
+                session.append(
+                    "tool/result",
+                    {"turn": turn, "step": step, "callId": call.id, **result.to_durable()},
+                    source_event_seqs=[call_event.seq],
+                )
+        if truncated:
+            return "max-tokens"
+        if not calls:
+            return "completed"
+        batch = ToolBatch(
+            session=session,
+            registry=runtime.tools,
+            caller=agent,
+            calls=calls,
+            turn=turn,
+            step=step,
+            checkpoint=lambda: agent.checkpoint("before-tool"),
+            aborted=agent.aborting,
+            max_parallel=runtime.max_parallel_tools,
+        )
+        await batch.run()
+        return None
+
+
+async def run_turn(agent: LoopAgent) -> None:
+    """Run one turn of ``agent`` to its ``turn/end`` (never raises but for disposal bugs)."""
+    session = agent.session
+    runtime = agent.runtime
+    turn = agent.next_turn()
+    start: dict[str, Any] = {"turn": turn}
+    trigger = agent.inbox.trigger()
+    if trigger is not None:
+        start["trigger"] = trigger
+    session.append("turn/start", start)
+    reason: dict[str, Any] = {"kind": "completed"}
+    step = 0
+    try:
+        first = True
+        ended: dict[str, Any] | None = None
+        while True:
+            await agent.session_prefix()
+            claimed = agent.inbox.claim(first_step=first)
+            decision = await _pre_step(agent, StepContext(agent, turn, step + 1), claimed)
+            if isinstance(decision, Reject):
+                reason = {"kind": "blocked"}
+                break
+            entering = decision.messages
+            if first and not entering:
+                break
+            if ended is not None and not entering:
+                reason = ended
+                break
+            first = False
+            if runtime.max_steps_per_turn is not None and step >= runtime.max_steps_per_turn:
+                limit = runtime.max_steps_per_turn
+                reason = {
+                    "kind": "error",
+                    "error": {
+                        "message": f"the turn stopped after {limit} steps (max_steps_per_turn)",
+                        "code": "MAX_STEPS",
+                    },
+                }
+                break
+            step += 1
+            session.append("step/start", {"turn": turn, "step": step})
+            try:
+                for message in entering:
+                    session.append("user/message", _user_message_data(message))
+                outcome = await _step(agent, turn, step)
+            finally:
+                session.append("step/end", {"turn": turn, "step": step})
+            if outcome == "max-tokens":
+                ended = {"kind": "max-tokens"}
+            elif outcome == "completed" and ended is None:
+                ended = {"kind": "completed"}
+            if ended is not None and not agent.inbox.has_step_items():
+                await _turn_stopping(agent, TurnStopping(agent, turn, step, dict(ended)))
+                if not agent.inbox.has_step_items():
+                    reason = ended
+                    break
+    except asyncio.CancelledError:
+        reason = {"kind": "aborted", "reason": agent.abort_cause().to_wire()}
+    except Exception as error:
+        if not isinstance(error, ModelFailedError | AgentLoopError):
+            _log.exception("session %s: turn %d failed", agent.id, turn)
+        reason = error_reason(error)
+    session.append("turn/end", {"turn": turn, "reason": reason})
+    try:
+        await agent.checkpoint("turn-end")
+    except asyncio.CancelledError:
+        pass  # the turn is over; a cancel that arrives now has nothing left to stop
+    except Exception as error:
+        _log.warning("session %s: the turn-end checkpoint failed: %s", agent.id, error)

@@ -1,0 +1,71 @@
+"""The DSH agent seam: what an agent is, and where a loop lets plugins in.
+
+- ``Agent``: one session driven by a model in turns; ``send`` (``followup``/``steer``/
+  ``inject``), ``cancel``, ``wait_idle``.
+- ``AgentOptions`` (the route and limits an agent asks for) and ``RequestConfig`` (one
+  request's logged ``config``).
+- ``Extensions``: the loop's ordered, disposable extension points (``session_start``,
+  ``session_prefix``, ``pre_step``, ``turn_stopping``, ``request``, ``request_error``) with their
+  contexts and decisions.
+- ``CheckpointPolicy``: when the log must be durable.
+
+Contracts only: the loop itself is ``dsh-agent-loop``.
+"""
+
+from dsh_agent._agent import Agent, AgentStatus, CancelCause, CancelKind, Incoming, SendTarget
+from dsh_agent._checkpoint import CheckpointPoint, CheckpointPolicy, Flush
+from dsh_agent._extensions import (
+    Enter,
+    Extensions,
+    Fail,
+    Listeners,
+    PrefixNext,
+    PreStepDecision,
+    PreStepListener,
+    Reject,
+    RequestError,
+    RequestErrorDecision,
+    RequestErrorListener,
+    RequestListener,
+    Retry,
+    SessionPrefixListener,
+    SessionStartListener,
+    SessionStartSource,
+    StepContext,
+    TurnStopping,
+    TurnStoppingListener,
+)
+from dsh_agent._options import AgentOptions, RequestConfig
+
+__all__ = [
+    "Agent",
+    "AgentOptions",
+    "AgentStatus",
+    "CancelCause",
+    "CancelKind",
+    "CheckpointPoint",
+    "CheckpointPolicy",
+    "Enter",
+    "Extensions",
+    "Fail",
+    "Flush",
+    "Incoming",
+    "Listeners",
+    "PreStepDecision",
+    "PreStepListener",
+    "PrefixNext",
+    "Reject",
+    "RequestConfig",
+    "RequestError",
+    "RequestErrorDecision",
+    "RequestErrorListener",
+    "RequestListener",
+    "Retry",
+    "SendTarget",
+    "SessionPrefixListener",
+    "SessionStartListener",
+    "SessionStartSource",
+    "StepContext",
+    "TurnStopping",
+    "TurnStoppingListener",
+]
