@@ -1,0 +1,327 @@
+"""``OpenAICompatibleModel``: the ``Model`` protocol over streaming Chat Completions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, NoReturn
+
+import httpx
+from pydantic import JsonValue
+
+from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
+from dsh_model_openai._body import REASONING_REPLAYS, ReasoningReplay, encode_request
+from dsh_model_openai._failures import StreamFailure, status_failure, transport_failure
+from dsh_model_openai._sse import DONE, SseDecoder
+from dsh_model_openai._translate import Translator
+
+__all__ = ["OpenAICompatibleModel"]
+
+_ERROR_BODY_LIMIT = 64 * 1024
+_DRAIN_AFTER_DONE = 0.5  # seconds to wait for the body's end after [DONE], to keep the connection
+_REDACTED = "<redacted>"
+
+
+class _Secret:
+    """An API key that never shows itself: not in a repr, ``str``, ``vars`` dump or pickle."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return _REDACTED
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("an API key cannot be pickled")
+
+
+def _endpoint(base_url: str) -> str:
+    url = httpx.URL(base_url)
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(
+            f"base_url must be an http:// or https:// URL with a host, got {base_url!r} "
+            "(for example 'https://api.deepseek.com' or 'http://localhost:11434/v1')"
+        )
+    text = str(url).rstrip("/")
+    return text if text.endswith("/chat/completions") else f"{text}/chat/completions"
+
+
+def _positive(name: str, value: float) -> float:
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+class OpenAICompatibleModel:
+    """A ``dsh_llm.Model`` that streams OpenAI-compatible Chat Completions over HTTP/1.1.
+
+    ``base_url`` is everything before ``/chat/completions`` (``https://api.deepseek.com``,
+    ``https://api.openai.com/v1``, ``http://localhost:8000/v1``); ``api_key`` is sent as
+    ``Authorization: Bearer``, or nothing is sent when it is ``None``; ``model`` is the model name
+    this adapter reports (``.model``) and sends when a request's ``model`` is empty. A request's
+    own non-empty ``model`` is what goes on the wire.
+
+    Keyword options: ``reasoning_replay`` (see ``ReasoningReplay``); ``connect_timeout`` (seconds
+    to connect) and ``read_timeout`` (the longest silence allowed while waiting for the answer's
+    next bytes, the first included); ``headers`` added to every request; ``extra_body``, fields
+    added to every request body that the request's own fields override (DeepSeek's
+    ``{"thinking": {"type": "enabled"}}``, a default ``max_tokens``); ``http_client``, an
+    ``httpx.AsyncClient`` to use instead of the model's own (its owner closes it).
+
+    ``stream(request)`` never raises for a provider or network problem: the stream's last chunk
+    is ``finish`` with ``reason.kind == "error"`` and an ``LlmFailure`` whose ``code`` is one of
+    ``FAILURE_CODES``. Cancelling the consuming task, or ``aclose()`` on the iterator, closes the
+    HTTP stream at once. The API key appears in no repr, failure message or log line.
+
+    Connections are pooled per event loop and kept alive between calls; ``aclose()`` (or
+    ``async with``) releases them before the loop ends. The model may be streamed again after.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        *,
+        reasoning_replay: ReasoningReplay = "current-turn",
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, JsonValue] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._endpoint = _endpoint(base_url)
+        self._base_url = base_url
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("model must be a non-empty model name, for example 'deepseek-chat'")
+        self._model = model
+        if api_key is not None and not api_key.strip():
+            raise ValueError("api_key is blank; pass None for a server that needs no key")
+        self._key = _Secret(api_key.strip()) if api_key is not None else None
+        if reasoning_replay not in REASONING_REPLAYS:
+            raise ValueError(
+                f"reasoning_replay must be one of {', '.join(REASONING_REPLAYS)}, "
+                f"got {reasoning_replay!r}"
+            )
+        self._reasoning_replay: ReasoningReplay = reasoning_replay
+        self._connect_timeout = _positive("connect_timeout", connect_timeout)
+        self._read_timeout = _positive("read_timeout", read_timeout)
+        self._timeout = httpx.Timeout(
+            self._read_timeout, connect=self._connect_timeout, pool=self._connect_timeout
+        )
+        self._extra_headers = dict(headers or {})
+        self._extra_body: dict[str, JsonValue] = dict(extra_body or {})
+        self._external = http_client
+        self._owned: httpx.AsyncClient | None = None
+        self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._where = self._redact(self._endpoint)
+
+    @property
+    def base_url(self) -> str:
+        """The base URL as given."""
+        return self._base_url
+
+    @property
+    def model(self) -> str:
+        """The model name this adapter serves by default."""
+        return self._model
+
+    @property
+    def reasoning_replay(self) -> ReasoningReplay:
+        """Which earlier assistant messages send their reasoning back."""
+        return self._reasoning_replay
+
+    def __repr__(self) -> str:
+        key = "<set>" if self._key is not None else None
+        return (
+            f"OpenAICompatibleModel(base_url={self._base_url!r}, model={self._model!r}, "
+            f"api_key={key})"
+        )
+
+    async def __aenter__(self) -> OpenAICompatibleModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close this model's pooled connections (never a client passed as ``http_client``)."""
+        client, self._owned = self._owned, None
+        loop, self._owned_loop = self._owned_loop, None
+        if client is not None and loop is not None and loop() is asyncio.get_running_loop():
+            await client.aclose()
+
+    def _redact(self, text: str) -> str:
+        if self._key is None:
+            return text
+        return text.replace(self._key.reveal(), _REDACTED)
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._external is not None:
+            return self._external
+        loop = asyncio.get_running_loop()
+        if self._owned is None or self._owned_loop is None or self._owned_loop() is not loop:
+            # A pool belongs to the loop that opened its connections; a new loop gets its own.
+            self._owned = httpx.AsyncClient(timeout=self._timeout, follow_redirects=False)
+            self._owned_loop = weakref.ref(loop)
+        return self._owned
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+            **self._extra_headers,
+        }
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        return headers
+
+    def _failed(self, failure: LlmFailure) -> LlmFailure:
+        message = self._redact(failure.message)
+        return (
+            failure
+            if message == failure.message
+            else failure.model_copy(update={"message": message})
+        )
+
+    def _answer(self, payload: bytes) -> Any:
+        try:
+            return json.loads(payload)
+        except ValueError:
+            snippet = payload[:200].decode("utf-8", errors="replace")
+            raise StreamFailure(
+                LlmFailure(
+                    message=f"{self._where} sent an event that is not JSON: {snippet!r}",
+                    code="MALFORMED_RESPONSE",
+                )
+            ) from None
+
+    def _event(self, payload: bytes, translator: Translator) -> list[StreamChunk]:
+        return translator.feed(self._answer(payload))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
+        """Send ``request`` and yield its answer as ``StreamChunk``s, ending with one ``finish``."""
+        translator = Translator(self._where)
+        try:
+            content = encode_request(
+                request,
+                default_model=self._model,
+                reasoning_replay=self._reasoning_replay,
+                extra_body=self._extra_body,
+            )
+        except (TypeError, ValueError) as error:
+            failure = LlmFailure(
+                message=f"the request cannot be sent as JSON: {error}", code="BAD_REQUEST"
+            )
+            yield FinishChunk(reason=FinishReason(kind="error", error=self._failed(failure)))
+            return
+        closing: list[StreamChunk]
+        try:
+            async with self._client().stream(
+                "POST",
+                self._endpoint,
+                content=content,
+                headers=self._headers(),
+                timeout=self._timeout,
+            ) as response:
+                if not response.is_success:
+                    body = await _error_body(response)
+                    raise StreamFailure(
+                        status_failure(response.status_code, response.headers, body, self._where)
+                    )
+                content_type = response.headers.get("content-type", "")
+                if "json" in content_type and "event-stream" not in content_type:
+                    closing = translator.whole(self._answer(await response.aread()))
+                else:
+                    decoder = SseDecoder()
+                    pieces = response.aiter_bytes()
+                    done = False
+                    async for piece in pieces:
+                        for payload in decoder.feed(piece):
+                            if payload == DONE:
+                                done = True
+                                break
+                            for chunk in self._event(payload, translator):
+                                yield chunk
+                        if done:
+                            break
+                    else:
+                        for payload in decoder.close():
+                            if payload == DONE:
+                                done = True
+                                break
+                            for chunk in self._event(payload, translator):
+                                yield chunk
+                    if done:
+                        await _drain(pieces)
+                    elif translator.has_content and not translator.finish_seen:
+                        raise StreamFailure(
+                            LlmFailure(
+                                message=f"the stream from {self._where} ended before the answer "
+                                "finished (no finish reason, no [DONE])",
+                                code="TRANSPORT",
+                            )
+                        )
+                    closing = translator.end()
+        except StreamFailure as error:
+            closing = translator.fail(self._failed(error.failure))
+        except httpx.HTTPError as error:
+            if translator.finish_seen:  # the answer is whole; only the goodbye was lost
+                closing = translator.end()
+            else:
+                failure = transport_failure(
+                    error,
+                    self._where,
+                    connect_timeout=self._connect_timeout,
+                    read_timeout=self._read_timeout,
+                )
+                closing = translator.fail(self._failed(failure))
+        except Exception as error:  # a stream ends with a finish chunk, whatever happened
+            failure = LlmFailure(
+                message=f"reading the answer from {self._where} failed: "
+                f"{type(error).__name__}: {error}",
+                code="UNKNOWN",
+            )
+            closing = translator.fail(self._failed(failure))
+        for chunk in closing:
+            yield chunk
+
+
+async def _error_body(response: httpx.Response) -> bytes:
+    """Up to 64 KiB of an error answer's body (what arrived, if reading it fails)."""
+    body = bytearray()
+    try:
+        async for piece in response.aiter_bytes():
+            body += piece
+            if len(body) >= _ERROR_BODY_LIMIT:
+                break
+    except httpx.HTTPError:
+        pass
+    return bytes(body)
+
+
+async def _drain(pieces: AsyncIterator[bytes]) -> None:
+    """Read the rest of the body after ``[DONE]`` so the connection returns to the pool; a server
+    that keeps the stream open past that gets its connection closed instead."""
+    try:
+        async with asyncio.timeout(_DRAIN_AFTER_DONE):
+            async for _ in pieces:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
