@@ -390,3 +390,17 @@ async def test_the_model_serves_a_second_event_loop_after_aclose(provider: Any, 
     for _ in range(2):  # each asyncio.run is a fresh event loop
         finish = await asyncio.to_thread(asyncio.run, one_call())
         assert finish.reason.kind == "stop"
+
+
+async def test_several_events_in_one_piece_and_ascii_escaped_json_are_read(
+    model: OpenAICompatibleModel, provider: Any, wire: Any, well_formed: Any
+) -> None:
+    packed = b"".join(wire.event(wire.chunk(content=word)) for word in ("one", " two", " three"))
+    escaped = b'data: {"choices":[{"index":0,"delta":{"content":" \\u00e9\\ud83d\\ude00"}}]}\n\n'
+    lone = b'data: {"choices":[{"index":0,"delta":{"content":"\\ud800"}}]}\n\n'
+    finish = wire.event(wire.chunk(finish="stop")) + b"data: [DONE]\n\n"
+    provider.reply(wire.Reply(pieces=[packed, escaped, lone, finish]))
+    chunks = await collect(model)
+    well_formed(chunks)
+    texts = [c.text for c in chunks if isinstance(c, TextDeltaChunk)]
+    assert texts == ["one", " two", " three", " é😀", "\ud800"]

