@@ -215,6 +215,12 @@ class LoopAgent:
         """Whether the current activity was cancelled."""
         return self._cause is not None
 
+    def raise_if_aborting(self) -> None:
+        """Raise ``CancelledError`` when the activity was cancelled but no await has delivered
+        it yet (a listener that cancels synchronously)."""
+        if self._cause is not None:
+            raise asyncio.CancelledError
+
     def abort_cause(self) -> CancelCause:
         """Why the turn was cancelled (``disposed`` when it was cancelled from outside)."""
         return self._cause if self._cause is not None else _DISPOSED

@@ -9,6 +9,7 @@ Durable order: ``turn/start``, then per step ``step/start``, the entering ``user
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any, Literal
@@ -154,6 +155,7 @@ async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
         model = runtime.models.get(config.provider, runtime.default_model)
         if model is None:
             raise NoModelError(agent.id, config.provider, sorted(runtime.models))
+        agent.raise_if_aborting()  # cancelled while the request was built: no model call
         attempt = Attempt(turn, step, ModelSource(provider=config.provider, model=config.model))
         try:
             await stream_attempt(session, model, request, attempt)
@@ -239,9 +241,10 @@ async def run_turn(agent: LoopAgent) -> None:
         first = True
         ended: dict[str, Any] | None = None
         while True:
+            claimed = agent.inbox.claim(first_step=first)  # claimed messages are never re-queued
             await agent.session_prefix()
-            claimed = agent.inbox.claim(first_step=first)
             decision = await _pre_step(agent, StepContext(agent, turn, step + 1), claimed)
+            agent.raise_if_aborting()  # a cancel from a listener stops here, before any step
             if isinstance(decision, Reject):
                 reason = {"kind": "blocked"}
                 break
@@ -286,9 +289,17 @@ async def run_turn(agent: LoopAgent) -> None:
             _log.exception("session %s: turn %d failed", agent.id, turn)
         reason = error_reason(error)
     session.append("turn/end", {"turn": turn, "reason": reason})
-    try:
-        await agent.checkpoint("turn-end")
-    except asyncio.CancelledError:
-        pass  # the turn is over; a cancel that arrives now has nothing left to stop
-    except Exception as error:
+    await _turn_end_checkpoint(agent)
+
+
+async def _turn_end_checkpoint(agent: LoopAgent) -> None:
+    """Make the finished turn durable. A cancel that arrives now (or was requested but not yet
+    delivered) has nothing left to stop, so it never cuts this checkpoint short; a failure is
+    logged (the next checkpoint retries and fails closed)."""
+    checkpoint = asyncio.ensure_future(agent.checkpoint("turn-end"))
+    while not checkpoint.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(checkpoint)
+    error = checkpoint.exception() if not checkpoint.cancelled() else None
+    if error is not None:
         _log.warning("session %s: the turn-end checkpoint failed: %s", agent.id, error)
