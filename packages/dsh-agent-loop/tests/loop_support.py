@@ -23,6 +23,7 @@ from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionHandleClosedError,
+    SessionOwnershipLostError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
 )
@@ -57,6 +58,7 @@ class MemoryHandle:
         self._stored = stored
         self._access = access
         self._closed = False
+        self.lost = False
 
     @property
     def id(self) -> str:
@@ -77,6 +79,8 @@ class MemoryHandle:
     def _check(self, operation: str) -> None:
         if self._closed:
             raise SessionHandleClosedError(self.id, operation=operation)
+        if self.lost and operation != "read":
+            raise SessionOwnershipLostError(self.id, reason="the owner crashed (test)")
 
     async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
         self._check("read")
@@ -108,6 +112,8 @@ class MemoryHandle:
         if self._closed:
             return
         self._closed = True
+        if self.lost:
+            return
         if self._access == "write":
             self._stored.owner = None
             if not self._stored.materialized:
@@ -167,9 +173,12 @@ class MemoryPersistence:
         return None
 
     def crash(self, session_id: str) -> None:
-        """What survives a kill -9 of the owner: the durable events, and no owner."""
+        """What survives a kill -9 of the owner: the durable events, and no owner (the dead
+        owner's handle has lost ownership)."""
         stored = self.sessions[session_id]
         del stored.events[stored.durable :]
+        if isinstance(stored.owner, MemoryHandle):
+            stored.owner.lost = True
         stored.owner = None
 
 
