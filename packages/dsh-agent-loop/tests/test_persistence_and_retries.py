@@ -418,3 +418,24 @@ def test_the_loop_refuses_nonsense_settings() -> None:
         AgentLoop(ScriptedModel([]), max_steps_per_turn=0)
     with pytest.raises(ValueError, match="unknown checkpoint"):
         FlushPolicy(points=["sometimes"])  # type: ignore[list-item]
+
+
+async def test_resume_and_fork_keep_the_system_prompt_the_log_last_sent(
+    make_loop: MakeLoop, memory: MemoryPersistence
+) -> None:
+    model = ScriptedModel([text_response("one"), text_response("two"), text_response("three")])
+    loop = make_loop(model, persistence=memory)
+    agent = await loop.create("s1", options=OPTIONS, system="Be brief.")
+    agent.followup("a")
+    await agent.wait_idle()
+    await agent.aclose()
+    resumed = await loop.resume("s1")
+    assert resumed.system == "Be brief."
+    resumed.followup("b")
+    await resumed.wait_idle()
+    await resumed.aclose()
+    child = await loop.fork("s1", session_id="c1")  # a stored parent
+    assert child.system == "Be brief."
+    child.followup("c")
+    await child.wait_idle()
+    assert [request.system for request in model.requests] == ["Be brief."] * 3

@@ -61,6 +61,14 @@ def _options_from_log(session: Session, given: AgentOptions | None) -> AgentOpti
     )
 
 
+def _system_from_log(session: Session, given: str | None) -> str | None:
+    """The system prompt to continue with: the one given, else the one the log last sent."""
+    if given is not None:
+        return given
+    header = session.request_header
+    return header.system if header is not None else None
+
+
 class AgentLoop:
     """Runs agents: turns of model calls and tool calls over durable session logs.
 
@@ -198,8 +206,9 @@ class AgentLoop:
         Takes the session's write handle first (another writer anywhere raises
         ``SessionAlreadyOwnedError``), reads the log, appends the closers that balance a turn a
         crash left open (``TOOL_OUTCOME_UNKNOWN`` for a call that started, ``TOOL_NOT_STARTED``
-        for one that did not), and continues turn numbering and seqs. ``options`` default to
-        the route of the log's last ``request/header``. The first request logs a ``resume``
+        for one that did not), and continues turn numbering and seqs. ``options`` and
+        ``system`` default to the route and system prompt of the log's last
+        ``request/header``. The first request logs a ``resume``
         header. Raises ``PersistenceNotConfiguredError`` without persistence and
         ``SessionPersistenceNotFoundError`` for an unknown id.
         """
@@ -210,7 +219,7 @@ class AgentLoop:
         handle = await persistence.open(session_id, "write")
         try:
             events = list(await handle.read(0))
-            closers = interrupted_turn_closers(events)
+            closers = interrupted_turn_closers(events, shape="flat")  # the shape the loop writes
             if closers:
                 await handle.append(closers)
             session = Session(
@@ -220,7 +229,12 @@ class AgentLoop:
             )
             resolved = _options_from_log(session, options)
             return await self._attach(
-                session, handle, resolved, system, stored=len(session.events), source="resume"
+                session,
+                handle,
+                resolved,
+                _system_from_log(session, system),
+                stored=len(session.events),
+                source="resume",
             )
         except BaseException:
             await handle.close()
@@ -273,10 +287,10 @@ class AgentLoop:
             is_seeded=inherited > 0,
         )
         resolved = options if options is not None else parent_options
-        if resolved is None:
-            resolved = _options_from_log(
-                Session(header, seed, inherited_event_count=inherited), None
-            )
+        if resolved is None or parent_agent is None:
+            seeded = Session(header, seed, inherited_event_count=inherited)
+            resolved = resolved if resolved is not None else _options_from_log(seeded, None)
+            parent_system = _system_from_log(seeded, parent_system)
         return await self._start(
             header, seed, inherited, resolved, parent_system, stored=0, source="startup"
         )

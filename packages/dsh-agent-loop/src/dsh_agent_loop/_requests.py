@@ -26,12 +26,16 @@ def model_request(
     messages: Sequence[Message],
     tools: Sequence[ToolSchema],
 ) -> ModelRequest:
-    """The ``ModelRequest`` a config, system prompt, messages and tools describe."""
-    return ModelRequest(
+    """The ``ModelRequest`` a config, system prompt, messages and tools describe.
+
+    ``messages`` are already-validated messages (from the log, or the composed prefix), so they
+    are set after validation: validating the whole history on every request would make each step
+    cost more than the one before.
+    """
+    request = ModelRequest(
         provider=config.provider,
         model=config.model,
         system=system,
-        messages=list(messages),
         tools=list(tools),
         sampling=Sampling(
             temperature=config.temperature,
@@ -41,6 +45,7 @@ def model_request(
         ),
         max_tokens=config.max_tokens,
     )
+    return request.model_copy(update={"messages": list(messages)})
 
 
 class RequestBuilder:
