@@ -12,6 +12,14 @@ from dsh_llm.testing import Hang, ScriptedModel, text_response, tool_call_respon
 from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
 
 
+async def followup_and_wait_for_the_request(agent: Any, text: str) -> None:
+    """Send ``text`` and return once the turn's request is logged (the model is being asked)."""
+    logged = asyncio.Event()
+    agent.session.subscribe(lambda e: logged.set() if e.type == "request/context" else None)
+    agent.followup(text)
+    await logged.wait()
+
+
 def results_by_call(events: Any) -> dict[str, Any]:
     return {data(e)["callId"]: data(e) for e in of_type(events, "tool/result")}
 
@@ -110,10 +118,7 @@ async def test_cancel_drops_the_inbox_unless_asked_to_keep_it(make_loop: MakeLoo
     model = ScriptedModel([Hang(), text_response("later"), text_response("woken")])
     loop = make_loop(model)
     agent = await loop.create("s1", options=OPTIONS)
-    started = asyncio.Event()
-    agent.session.subscribe(lambda e: started.set() if e.type == "request/context" else None)
-    agent.followup("first")
-    await started.wait()
+    await followup_and_wait_for_the_request(agent, "first")
     agent.followup("queued")
     agent.cancel(keep_inbox=True)
     await agent.wait_idle()
@@ -131,10 +136,7 @@ async def test_a_waking_send_during_an_abort_runs_in_the_next_turn(make_loop: Ma
     model = ScriptedModel([Hang(), text_response("fresh")])
     loop = make_loop(model)
     agent = await loop.create("s1", options=OPTIONS)
-    started = asyncio.Event()
-    agent.session.subscribe(lambda e: started.set() if e.type == "request/context" else None)
-    agent.followup("first")
-    await started.wait()
+    await followup_and_wait_for_the_request(agent, "first")
     agent.cancel()
     agent.steer("after the cancel")
     await agent.wait_idle()
@@ -148,10 +150,7 @@ async def test_the_first_cancel_cause_wins(make_loop: MakeLoop) -> None:
     model = ScriptedModel([Hang()])
     loop = make_loop(model)
     agent = await loop.create("s1", options=OPTIONS)
-    started = asyncio.Event()
-    agent.session.subscribe(lambda e: started.set() if e.type == "request/context" else None)
-    agent.followup("go")
-    await started.wait()
+    await followup_and_wait_for_the_request(agent, "go")
     agent.cancel(CancelCause("parent"))
     agent.cancel(CancelCause("user"))
     await agent.wait_idle()
@@ -165,10 +164,7 @@ async def test_disposing_a_running_agent_ends_its_turn_disposed(make_loop: MakeL
     model = ScriptedModel([Hang()])
     loop = make_loop(model)
     agent = await loop.create("s1", options=OPTIONS)
-    started = asyncio.Event()
-    agent.session.subscribe(lambda e: started.set() if e.type == "request/context" else None)
-    agent.followup("go")
-    await started.wait()
+    await followup_and_wait_for_the_request(agent, "go")
     await agent.aclose()
     assert data(agent.session.events[-1])["reason"] == {
         "kind": "aborted",

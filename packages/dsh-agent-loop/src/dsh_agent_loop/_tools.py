@@ -144,6 +144,17 @@ class ToolBatch:
                 running.difference_update(done)
                 self._commit_ready()
 
+    def _skip_from(self, start: int, result: ToolResult) -> None:
+        for index in range(start, len(self._calls)):
+            self._log_call(index)
+            self._log_result(index, result)
+        self._started = self._committed = len(self._calls)
+
+    def skip(self, result: ToolResult) -> None:
+        """Run none of the calls: log each as a ``tool/call`` + ``tool/result`` pair with
+        ``result`` (for an answer whose calls must not run, such as one cut at max tokens)."""
+        self._skip_from(0, result)
+
     async def run(self) -> None:
         """Run every call (see the class docstring). Raises ``CancelledError`` after logging
         when the turn was cancelled, and :class:`CheckpointError` when a checkpoint failed."""
@@ -169,10 +180,7 @@ class ToolBatch:
                 result = skipped_result("ABORTED_BEFORE_DISPATCH", "")
             else:
                 result = skipped_result("CHECKPOINT_FAILED", f"tool call not run: {self._failure}")
-            for index in range(self._started, len(self._calls)):
-                self._log_call(index)
-                self._log_result(index, result)
-            self._started = self._committed = len(self._calls)
+            self._skip_from(self._started, result)
         if cancelled:
             raise asyncio.CancelledError
         if self._failure is not None:

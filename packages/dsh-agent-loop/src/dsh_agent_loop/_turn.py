@@ -185,31 +185,8 @@ async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
         calls = message.tool_calls
         finish = attempt.finish
         truncated = finish is not None and finish.reason.kind == "max-tokens"
-        if truncated and calls:
-            result = skipped_result(
-                "TRUNCATED_TOOL_CALL",
-                "tool call not run: the model's answer was cut off at its token limit",
-            )
-            for call in calls:
-                call_event = session.append(
-                    "tool/call",
-                    {
-                        "turn": turn,
-                        "step": step,
-                        "callId": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                    },
-                )
-                session.append(
-                    "tool/result",
-                    {"turn": turn, "step": step, "callId": call.id, **result.to_durable()},
-                    source_event_seqs=[call_event.seq],
-                )
-        if truncated:
-            return "max-tokens"
         if not calls:
-            return "completed"
+            return "max-tokens" if truncated else "completed"
         batch = ToolBatch(
             session=session,
             registry=runtime.tools,
@@ -221,6 +198,14 @@ async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
             aborted=agent.aborting,
             max_parallel=runtime.max_parallel_tools,
         )
+        if truncated:
+            batch.skip(
+                skipped_result(
+                    "TRUNCATED_TOOL_CALL",
+                    "tool call not run: the model's answer was cut off at its token limit",
+                )
+            )
+            return "max-tokens"
         await batch.run()
         return None
 
