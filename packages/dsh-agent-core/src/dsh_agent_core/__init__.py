@@ -1,0 +1,64 @@
+"""The composed DeepSeek Harness core: one configuration, every part built from it, the ``dsh``
+command.
+
+- ``load_config(profile=None, ...)`` reads ``<DSH_HOME>/config.toml`` (profiles, ``DSH_*``
+  overrides, defaults that need no file) into a validated ``Config``.
+- ``compose(config) -> Harness``: the agent loop over the configured persistence (plain JSONL
+  under ``<DSH_HOME>/sessions-plain`` by default), the bash tool over the local executor with
+  the managed ``DSH_*`` environment, background jobs, the session tools (``session_status``,
+  ``session_create``), local skills in the session prefix, and models by provider.
+- ``SessionStatusRow``: what ``session_status`` and ``dsh sessions`` report.
+"""
+
+from dsh_agent_core._config import (
+    BUILTIN_PROVIDERS,
+    CONFIG_FILE_NAME,
+    BashConfig,
+    Config,
+    LocalSkillsConfig,
+    PersistenceConfig,
+    PresetConfig,
+    ProviderConfig,
+    SkillsConfig,
+    load_config,
+    parse_route,
+)
+from dsh_agent_core._errors import ConfigError, DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._harness import Harness, build_persistence, compose
+from dsh_agent_core._models import ProviderModel, ScriptedReplies
+from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
+from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
+from dsh_agent_core._status import SessionStatus, SessionStatusRow
+from dsh_agent_core._titles import FallbackTitles, fallback_title
+
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "CONFIG_FILE_NAME",
+    "BashConfig",
+    "Config",
+    "ConfigError",
+    "DshError",
+    "FallbackTitles",
+    "Harness",
+    "HomeConflictError",
+    "LocalSkillsConfig",
+    "PersistenceConfig",
+    "PresetConfig",
+    "ProviderConfig",
+    "ProviderModel",
+    "ScriptedReplies",
+    "SessionCreateTool",
+    "SessionStatus",
+    "SessionStatusRow",
+    "SessionStatusTool",
+    "Skill",
+    "SkillCatalog",
+    "SkillsConfig",
+    "UnknownPresetError",
+    "build_persistence",
+    "compose",
+    "discover_skills",
+    "fallback_title",
+    "load_config",
+    "parse_route",
+]

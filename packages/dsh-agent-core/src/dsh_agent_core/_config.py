@@ -1,0 +1,287 @@
+"""The one configuration: TOML at ``<DSH_HOME>/config.toml``, named profiles, environment
+overrides, and defaults that work with no file at all."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from dsh_agent_core._errors import ConfigError
+from dsh_paths import resolve_dsh_home
+
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "CONFIG_FILE_NAME",
+    "BashConfig",
+    "Config",
+    "LocalSkillsConfig",
+    "PersistenceConfig",
+    "PresetConfig",
+    "ProviderConfig",
+    "SkillsConfig",
+    "load_config",
+    "parse_route",
+]
+
+CONFIG_FILE_NAME = "config.toml"
+"""The config file's name inside the DSH home."""
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def parse_route(route: str, *, where: str = "model") -> tuple[str, str]:
+    """``"provider:model"`` as ``(provider, model)``; raises :class:`ConfigError` naming
+    ``where`` when it is not of that form."""
+    provider, sep, model = route.partition(":")
+    if not sep or not provider.strip() or not model.strip():
+        raise ConfigError(where, f"{route!r} is not of the form provider:model")
+    return provider.strip(), model.strip()
+
+
+class PersistenceConfig(BaseModel):
+    """Where session logs go. ``backend = "jsonl"`` (default) keeps one file per session under
+    ``root`` (default ``<DSH_HOME>/sessions-plain`` for plain logs, ``<DSH_HOME>/sessions`` for
+    zstd); ``backend = "sqlite"`` keeps one database at ``path`` (default
+    ``<DSH_HOME>/sessions.sqlite3``)."""
+
+    model_config = _STRICT
+
+    backend: Literal["jsonl", "sqlite"] = "jsonl"
+    root: str | None = None
+    compression: Literal["none", "zstd"] = "none"
+    pack_chunks: bool = False
+    path: str | None = None
+    sqlite_compression: bool = True
+
+
+class ProviderConfig(BaseModel):
+    """A model provider. ``openai-compatible`` speaks Chat Completions at ``base_url`` with the
+    key read from the environment variable ``api_key_env`` (the key itself is never in the
+    config); ``scripted`` is the keyless model of ``dsh demo`` and tests, answering each request
+    with the next of ``replies`` (cycling)."""
+
+    model_config = _STRICT
+
+    kind: Literal["openai-compatible", "scripted"] = "openai-compatible"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    reasoning_replay: Literal["current-turn", "never", "always"] = "current-turn"
+    replies: tuple[str, ...] = ("Hello from the scripted model.",)
+    context_window: int | None = Field(default=None, gt=0)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, name: str | None) -> str | None:
+        if name is not None and (not name or not name.replace("_", "").isalnum()):
+            raise ValueError(f"{name!r} is not an environment variable name")
+        return name
+
+
+BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
+    "deepseek": ProviderConfig(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),
+    "openai": ProviderConfig(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"),
+    "scripted": ProviderConfig(kind="scripted"),
+}
+"""Providers every config has unless it redefines them."""
+
+
+class PresetConfig(BaseModel):
+    """What ``session_create``'s ``preset`` (and ``dsh run --preset``) names: a system prompt,
+    the tool names the agent gets (``None``: every tool), and a model route."""
+
+    model_config = _STRICT
+
+    system: str | None = None
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _is_a_route(cls, route: str | None) -> str | None:
+        if route is not None:
+            parse_route(route, where="presets.*.model")
+        return route
+
+
+class LocalSkillsConfig(BaseModel):
+    """Local skills: ``SKILL.md`` folders under ``<DSH_HOME>/skills/`` and the project's
+    ``.dsh/skills/``. ``dsh_home``, when given, must resolve to the same home as the top level."""
+
+    model_config = _STRICT
+
+    enabled: bool = True
+    dsh_home: str | None = None
+
+
+class SkillsConfig(BaseModel):
+    """Skill sources (only ``local`` today)."""
+
+    model_config = _STRICT
+
+    local: LocalSkillsConfig = Field(default_factory=LocalSkillsConfig)
+
+
+class BashConfig(BaseModel):
+    """The bash tool and its local executor: default and maximum timeouts (seconds), whether
+    ``run_in_background`` is offered."""
+
+    model_config = _STRICT
+
+    timeout: float = Field(default=120.0, gt=0)
+    max_timeout: float = Field(default=600.0, gt=0)
+    background: bool = True
+
+
+class Config(BaseModel):
+    """The resolved configuration (see the package README for the file format)."""
+
+    model_config = _STRICT
+
+    dsh_home: str | None = None
+    model: str = "deepseek:deepseek-chat"
+    system: str | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_steps_per_turn: int | None = Field(default=None, gt=0)
+    persistence: PersistenceConfig = Field(default_factory=PersistenceConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    presets: dict[str, PresetConfig] = Field(default_factory=dict)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    bash: BashConfig = Field(default_factory=BashConfig)
+    profile: str | None = None
+    source: str | None = None
+    """The config file this was read from (``None``: defaults only)."""
+
+    @field_validator("model")
+    @classmethod
+    def _is_a_route(cls, route: str) -> str:
+        parse_route(route)
+        return route
+
+    def provider(self, name: str) -> ProviderConfig | None:
+        """The provider named ``name``: configured, else built in."""
+        return self.providers.get(name) or BUILTIN_PROVIDERS.get(name)
+
+    def provider_names(self) -> list[str]:
+        """Every provider this config can route to."""
+        return sorted({*BUILTIN_PROVIDERS, *self.providers})
+
+    def home(self) -> Path:
+        """The DSH home: ``dsh_home`` here, else ``$DSH_HOME``, else ``~/.dsh`` (resolved once,
+        through ``dsh-paths``)."""
+        return resolve_dsh_home(self.dsh_home)
+
+    def dump(self) -> dict[str, Any]:
+        """The configuration as plain data with every value filled in (the home, the
+        persistence location, every provider); secrets are never in it (keys are read from the
+        environment variables the providers name)."""
+        data = self.model_dump(mode="json")
+        home = self.home()
+        data["dsh_home"] = str(home)
+        persistence = data["persistence"]
+        if persistence["backend"] == "jsonl" and persistence["root"] is None:
+            name = "sessions-plain" if persistence["compression"] == "none" else "sessions"
+            persistence["root"] = str(home / name)
+        if persistence["backend"] == "sqlite" and persistence["path"] is None:
+            persistence["path"] = str(home / "sessions.sqlite3")
+        providers = {
+            name: BUILTIN_PROVIDERS[name].model_dump(mode="json") for name in BUILTIN_PROVIDERS
+        }
+        providers.update(data["providers"])
+        for provider in providers.values():
+            variable = provider.get("api_key_env")
+            provider["api_key"] = (
+                None if variable is None else ("***" if os.environ.get(variable) else "(not set)")
+            )
+        data["providers"] = providers
+        return data
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ConfigError(str(path), f"cannot be read ({error.strerror})") from None
+    if size > 1_000_000:
+        raise ConfigError(str(path), f"is {size} bytes; a config file is at most 1 MB")
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(str(path), f"is not valid TOML ({error})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(str(path), f"cannot be read ({error})") from None
+
+
+def _validation_error(source: str, error: ValidationError) -> ConfigError:
+    first = error.errors(include_url=False, include_input=False)[0]
+    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    return ConfigError(f"{source}: {key}", first["msg"])
+
+
+def load_config(
+    profile: str | None = None,
+    *,
+    dsh_home: str | os.PathLike[str] | None = None,
+    path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """Read the configuration.
+
+    The file is ``path``, else ``$DSH_CONFIG``, else ``<home>/config.toml`` (home: ``dsh_home``,
+    else ``$DSH_HOME``, else ``~/.dsh``); a missing file means the defaults. ``profile`` (else
+    ``$DSH_PROFILE``) merges ``[profiles.NAME]`` over the top level; ``$DSH_MODEL`` then
+    overrides ``model``; ``overrides`` (for example from command-line options) come last.
+    Raises :class:`ConfigError` naming the file and key for anything invalid, and for a profile
+    the file does not define.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    home = resolve_dsh_home(dsh_home, env)
+    chosen = path if path is not None else environ.get("DSH_CONFIG") or None
+    file = Path(chosen) if chosen is not None else home / CONFIG_FILE_NAME
+    raw = _read_toml(file)
+    source = str(file) if raw or file.exists() else "defaults"
+    profiles = raw.pop("profiles", {})
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{source}: profiles", "must be a table of [profiles.NAME] tables")
+    profile = profile if profile is not None else (environ.get("DSH_PROFILE") or None)
+    data = raw
+    if profile is not None:
+        chosen_profile = profiles.get(profile)
+        if not isinstance(chosen_profile, dict):
+            known = ", ".join(sorted(profiles)) or "none"
+            raise ConfigError(
+                f"{source}: profiles.{profile}", f"no such profile (defined: {known})"
+            )
+        data = _merge(data, chosen_profile)
+    if environ.get("DSH_MODEL"):
+        data["model"] = environ["DSH_MODEL"]
+    if overrides:
+        data = _merge(data, overrides)
+    if dsh_home is not None and "dsh_home" not in data:
+        data["dsh_home"] = os.fspath(dsh_home)
+    data["profile"] = profile
+    data["source"] = None if source == "defaults" else source
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        raise _validation_error(source, error) from None
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error.key}", error.reason) from None

@@ -1,0 +1,344 @@
+"""``compose(config)``: every part built once from one configuration, and the ``Harness`` that
+creates, resumes and lists agents and closes everything."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dsh_agent import AgentOptions, Extensions
+from dsh_agent_core._config import Config, parse_route
+from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._models import provider_models
+from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
+from dsh_agent_core._skills import SkillCatalog
+from dsh_agent_core._status import SessionStatusRow, iso_time
+from dsh_agent_core._titles import FallbackTitles, title_of_events
+from dsh_agent_loop import AgentLoop, LoopAgent
+from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_llm import Model, PluginSource, UserMessage
+from dsh_paths import resolve_dsh_home
+from dsh_persistence import SessionPersistence, SessionSnapshot
+from dsh_persistence_jsonl import JsonlPersistence
+from dsh_persistence_sqlite import SqlitePersistence
+from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
+from dsh_tools import ToolDefinition, ToolRegistry
+
+__all__ = ["Harness", "build_persistence", "compose"]
+
+JOBS_PLUGIN = "tool-jobs"
+"""The plugin name on a background job's finish notice."""
+
+
+def build_persistence(config: Config) -> SessionPersistence:
+    """The backend the configuration names, at its resolved location."""
+    dumped = config.dump()["persistence"]
+    settings = config.persistence
+    if settings.backend == "sqlite":
+        path = Path(dumped["path"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqlitePersistence(
+            path, compression=settings.sqlite_compression, pack_chunks=settings.pack_chunks
+        )
+    return JsonlPersistence(
+        dumped["root"], compression=settings.compression, pack_chunks=settings.pack_chunks
+    )
+
+
+def _canonical_cwd(cwd: str | os.PathLike[str]) -> str:
+    path = os.path.realpath(os.fspath(cwd))
+    if not os.path.isdir(path):
+        raise DshError(f"cwd {os.fspath(cwd)!r} is not a directory")
+    return path
+
+
+class Harness:
+    """Everything ``compose`` built: persistence, the bash executor and tool, background jobs,
+    session tools, local skills, models, and one agent loop per preset.
+
+    ``create`` / ``resume`` / ``fork`` give agents; ``status`` / ``status_of`` / ``sessions``
+    inspect; ``aclose`` cancels running turns, drains and closes every handle, and kills every
+    background job. Use it as ``async with compose(config) as harness:``.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        models: Mapping[str, Model] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        home = config.home()
+        skills_home = config.skills.local.dsh_home
+        if skills_home is not None and resolve_dsh_home(skills_home) != home:
+            raise HomeConflictError(str(home), str(resolve_dsh_home(skills_home)))
+        self.config = config
+        self.home = home
+        self.persistence = build_persistence(config)
+        self.shell_env = ShellEnvRegistry(dsh_home=home)
+        self.executor = LocalBashExecutor(
+            LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
+        )
+        self.jobs = JobRegistry()
+        self._provider_models = provider_models(config, env)
+        self.models: dict[str, Model] = {**self._provider_models, **(models or {})}
+        self.extensions = Extensions()
+        if config.skills.local.enabled:
+            self.skills: SkillCatalog | None = SkillCatalog(home)
+            self.extensions.session_prefix.add(self.skills)
+        else:
+            self.skills = None
+        self.extensions.request.add(FallbackTitles())
+        bash = BashTool(
+            self.executor, self.shell_env, enable_background=config.bash.background, jobs=self.jobs
+        )
+        self._tools: list[ToolDefinition[Any]] = [bash]
+        if config.bash.background:
+            self._tools.extend(job_tools(self.jobs))
+        self._tools += [SessionStatusTool(self), SessionCreateTool(self)]
+        self._loops: dict[str | None, AgentLoop] = {}
+        self._notices = self.jobs.on_finished(self._job_finished)
+        self._closed = False
+
+    # -- parts ------------------------------------------------------------------------------
+
+    def tool_names(self, preset: str | None = None) -> list[str]:
+        """The tools an agent of ``preset`` (default: no preset) is offered."""
+        return self.loop(preset).tools.names()
+
+    def loop(self, preset: str | None = None) -> AgentLoop:
+        """The agent loop of ``preset`` (its tool set); built on first use."""
+        if preset is not None and preset not in self.config.presets:
+            raise UnknownPresetError(preset, sorted(self.config.presets))
+        loop = self._loops.get(preset)
+        if loop is None:
+            allowed = None if preset is None else self.config.presets[preset].tools
+            registry = ToolRegistry()
+            for tool in self._tools:
+                if allowed is None or tool.name in allowed:
+                    registry.register(tool)
+            loop = AgentLoop(
+                self.models,
+                registry,
+                persistence=self.persistence,
+                extensions=self.extensions,
+                max_steps_per_turn=self.config.max_steps_per_turn,
+            )
+            self._loops[preset] = loop
+        return loop
+
+    def options(self, route: str | None, *, reasoning_effort: str | None = None) -> AgentOptions:
+        """Agent options for ``route`` (``provider:model``; default: the config's ``model``)."""
+        provider, model = parse_route(route or self.config.model)
+        if provider not in self.models:
+            raise DshError(
+                f"model {provider}:{model}: no provider {provider!r} is configured (known: "
+                f"{', '.join(sorted(self.models))})"
+            )
+        return AgentOptions(
+            provider=provider,
+            model=model,
+            max_tokens=self.config.max_tokens,
+            reasoning_effort=reasoning_effort,
+        )
+
+    # -- agents -----------------------------------------------------------------------------
+
+    def get(self, session_id: str) -> LoopAgent | None:
+        """The live agent of ``session_id``, if any."""
+        for loop in self._loops.values():
+            agent = loop.get(session_id)
+            if agent is not None:
+                return agent
+        return None
+
+    def live(self) -> list[LoopAgent]:
+        """Every live agent."""
+        return [agent for loop in self._loops.values() for agent in loop.agents]
+
+    async def create(
+        self,
+        prompt: str | None = None,
+        *,
+        preset: str | None = None,
+        model: str | None = None,
+        reasoning_effort: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        parent: LoopAgent | None = None,
+    ) -> LoopAgent:
+        """A new agent (its session stored at once), with ``prompt`` queued as its first turn.
+
+        ``preset`` gives the system prompt, tool set and model unless ``model`` is given; a
+        child of ``parent`` inherits its cwd, model and preset unless given, and its header
+        names the parent with ``delegationDepth`` one deeper. ``cwd`` is canonicalized
+        (default: the parent's, else the process's working directory).
+        """
+        if parent is not None:
+            preset = preset if preset is not None else parent.session.header.agent_preset
+            if model is None:
+                model = f"{parent.options.provider}:{parent.options.model}"
+                reasoning_effort = reasoning_effort or parent.options.reasoning_effort
+            cwd = cwd if cwd is not None else parent.cwd
+        loop = self.loop(preset)
+        settings = self.config.presets[preset] if preset is not None else None
+        route = model or (settings.model if settings is not None else None)
+        system = settings.system if settings is not None and settings.system else self.config.system
+        depth = None
+        if parent is not None:
+            depth = (parent.session.header.delegation_depth or 0) + 1
+        agent = await loop.create(
+            session_id,
+            options=self.options(route, reasoning_effort=reasoning_effort),
+            cwd=_canonical_cwd(cwd if cwd is not None else os.getcwd()),
+            system=system,
+            parent_session=parent.id if parent is not None else None,
+            origin="subagent" if parent is not None else None,
+            delegation_depth=depth,
+            agent_preset=preset,
+        )
+        await agent.flush()  # stored at once: listed, and its log path exists
+        if prompt is not None:
+            agent.followup(prompt)
+        return agent
+
+    async def resume(self, session_id: str, *, model: str | None = None) -> LoopAgent:
+        """The live agent of ``session_id``, or its stored session resumed (its preset and, unless
+        ``model`` is given, the route and system prompt its log last used)."""
+        live = self.get(session_id)
+        if live is not None:
+            return live
+        snapshot = await self.persistence.stat(session_id)
+        preset = snapshot.header.agent_preset if snapshot is not None else None
+        if preset is not None and preset not in self.config.presets:
+            preset = None  # a preset the config no longer defines: the default tool set
+        options = self.options(model) if model is not None else None
+        return await self.loop(preset).resume(session_id, options=options)
+
+    # -- inspection -------------------------------------------------------------------------
+
+    async def sessions(self) -> list[SessionSnapshot]:
+        """Every stored session, most recently updated first."""
+        snapshots = await self.persistence.list()
+        return sorted(snapshots, key=lambda s: (s.updated_at or 0, s.id), reverse=True)
+
+    async def _title(self, session_id: str) -> str | None:
+        with contextlib.suppress(Exception):  # an unreadable log has no title; verify says why
+            async with await self.persistence.open(session_id, "read") as handle:
+                return title_of_events(await handle.read(0))
+        return None
+
+    def _live_row(self, agent: LoopAgent, snapshot: SessionSnapshot | None) -> SessionStatusRow:
+        events = agent.session.events
+        updated = events[-1].time if len(events) else agent.session.header.created_at
+        return SessionStatusRow(
+            session_id=agent.id,
+            status="running" if agent.status == "running" else "idle",
+            title=agent.session.title,
+            updated_at=iso_time(updated),
+            session_path=snapshot.plain_path if snapshot is not None else None,
+        )
+
+    async def status_of(self, session_id: str) -> SessionStatusRow:
+        """The row of one session (``missing`` when neither live nor stored)."""
+        snapshot = await self.persistence.stat(session_id)
+        agent = self.get(session_id)
+        if agent is not None:
+            return self._live_row(agent, snapshot)
+        if snapshot is None:
+            return SessionStatusRow(session_id=session_id, status="missing")
+        return SessionStatusRow(
+            session_id=session_id,
+            status="cold",
+            title=await self._title(session_id),
+            updated_at=iso_time(snapshot.updated_at),
+            session_path=snapshot.plain_path,
+        )
+
+    async def status(self, recent_n: int = 50) -> list[SessionStatusRow]:
+        """The ``recent_n`` most recently updated sessions, live ones merged in (live wins)."""
+        snapshots = {s.id: s for s in await self.sessions()}
+        rows: dict[str, tuple[int, SessionStatusRow | None]] = {}
+        for snapshot in snapshots.values():
+            rows[snapshot.id] = (snapshot.updated_at or 0, None)
+        for agent in self.live():
+            events = agent.session.events
+            live_row = self._live_row(agent, snapshots.get(agent.id))
+            rows[agent.id] = (events[-1].time if len(events) else 0, live_row)
+        chosen = sorted(rows.items(), key=lambda item: (item[1][0], item[0]), reverse=True)
+        result: list[SessionStatusRow] = []
+        for session_id, (_, found) in chosen[:recent_n]:
+            row = found
+            if row is None:
+                snapshot = snapshots[session_id]
+                row = SessionStatusRow(
+                    session_id=session_id,
+                    status="cold",
+                    title=await self._title(session_id),
+                    updated_at=iso_time(snapshot.updated_at),
+                    session_path=snapshot.plain_path,
+                )
+            result.append(row)
+        return result
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def _job_finished(self, job: Job, notice: str) -> None:
+        agent = self.get(job.owner) if job.owner is not None else None
+        if agent is None or agent.closed:
+            return
+        message = UserMessage.from_text(
+            notice, source=PluginSource(plugin=JOBS_PLUGIN, form="notice")
+        )
+        agent.steer(message)  # enters the next step, or wakes an idle agent
+
+    # -- closing ----------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close every agent (cancelling running turns), every background job, every model
+        connection and the persistence backend. Failures are raised together."""
+        if self._closed:
+            return
+        self._closed = True
+        self._notices.dispose()
+        failures: list[BaseException] = []
+        for loop in self._loops.values():
+            try:
+                await loop.aclose()
+            except Exception as error:
+                failures.append(error)
+        results = await asyncio.gather(
+            self.jobs.aclose(),
+            *(model.aclose() for model in self._provider_models.values()),
+            return_exceptions=True,
+        )
+        failures += [r for r in results if isinstance(r, BaseException)]
+        try:
+            await self.persistence.aclose()
+        except Exception as error:
+            failures.append(error)
+        if failures:
+            raise ExceptionGroup("closing the harness failed", [*failures])  # type: ignore[type-var]
+
+    async def __aenter__(self) -> Harness:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def compose(
+    config: Config,
+    *,
+    models: Mapping[str, Model] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Harness:
+    """Build every part from ``config`` (the DSH home resolved once and routed to the bash
+    tool's ``DSH_HOME`` and to skill discovery). ``models`` adds or replaces models by provider
+    name (``dsh demo`` and tests pass a scripted one). Raises ``HomeConflictError`` when
+    ``dsh_home`` and ``skills.local.dsh_home`` resolve to different directories."""
+    return Harness(config, models=models, env=env)

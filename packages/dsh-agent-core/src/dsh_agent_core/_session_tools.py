@@ -1,0 +1,131 @@
+"""The session tools agents get: ``session_status`` (inspection only) and ``session_create``."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dsh_agent_loop import LoopAgent
+from dsh_tools import ToolDefinition, ToolError, ToolExecution
+
+if TYPE_CHECKING:
+    from dsh_agent_core._harness import Harness
+
+__all__ = [
+    "ModelChoice",
+    "SessionCreateArgs",
+    "SessionCreateTool",
+    "SessionStatusArgs",
+    "SessionStatusTool",
+]
+
+
+class SessionStatusArgs(BaseModel):
+    """``{recent_n?}`` (default 50 most recently updated) or ``{session_id}`` (exact)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    recent_n: int | None = Field(default=None, ge=1, le=1000)
+    session_id: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> SessionStatusArgs:
+        if self.recent_n is not None and self.session_id is not None:
+            raise ValueError("give recent_n or session_id, not both")
+        return self
+
+
+class SessionStatusTool(ToolDefinition[SessionStatusArgs]):
+    """Lists sessions with their status and log path; never resumes, calls a model or writes."""
+
+    name = "session_status"
+    description = (
+        "List DSH sessions (default: the 50 most recently updated) or look one up by "
+        "session_id. Each row has session_id, title, status (running, idle, cold or missing), "
+        "updated_at and, when the log is a plain file, session_path: an absolute path to the "
+        "session's JSONL log, which you can read or search with your usual tools (rg, jq). "
+        "Use the path as given; do not build log paths yourself. Inspection only."
+    )
+    parameters = SessionStatusArgs
+
+    def __init__(self, harness: Harness) -> None:
+        self._harness = harness
+
+    def is_concurrency_safe(self, args: SessionStatusArgs) -> bool:
+        """Reading status is safe alongside other calls."""
+        return True
+
+    async def execute(self, args: SessionStatusArgs, execution: ToolExecution) -> str:
+        """The rows as JSON."""
+        if args.session_id is not None:
+            rows = [await self._harness.status_of(args.session_id)]
+        else:
+            rows = await self._harness.status(args.recent_n or 50)
+        return json.dumps([row.to_json() for row in rows], ensure_ascii=False, indent=1)
+
+
+class ModelChoice(BaseModel):
+    """``{provider, model, reasoningEffort?}``."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    provider: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    reasoning_effort: str | None = Field(default=None, alias="reasoningEffort")
+
+
+class SessionCreateArgs(BaseModel):
+    """``{prompt, preset?, model?, cwd?}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(min_length=1)
+    preset: str | None = None
+    model: ModelChoice | None = None
+    cwd: str | None = None
+
+
+class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
+    """Starts a fresh agent on a prompt and returns once the prompt is accepted."""
+
+    name = "session_create"
+    description = (
+        "Start a new DSH session (a separate agent) working on `prompt`, and return its "
+        "session_id and session_path at once; it runs on its own. It inherits your working "
+        "directory, model and preset unless you give cwd, model ({provider, model}) or preset. "
+        "Follow it with session_status."
+    )
+    parameters = SessionCreateArgs
+
+    def __init__(self, harness: Harness) -> None:
+        self._harness = harness
+
+    async def execute(self, args: SessionCreateArgs, execution: ToolExecution) -> str:
+        """Create the agent, queue the prompt, report the new session."""
+        caller = execution.caller
+        parent = caller if isinstance(caller, LoopAgent) else None
+        route = None
+        reasoning = None
+        if args.model is not None:
+            route = f"{args.model.provider}:{args.model.model}"
+            reasoning = args.model.reasoning_effort
+        try:
+            agent = await self._harness.create(
+                args.prompt,
+                preset=args.preset,
+                model=route,
+                reasoning_effort=reasoning,
+                cwd=args.cwd,
+                parent=parent,
+            )
+        except ToolError:
+            raise
+        except Exception as error:
+            raise ToolError(str(error), code="SESSION_CREATE_FAILED") from error
+        row = await self._harness.status_of(agent.id)
+        result: dict[str, Any] = {"session_id": agent.id, "status": row.status}
+        if row.session_path is not None:
+            result["session_path"] = row.session_path
+        return json.dumps(result, ensure_ascii=False)

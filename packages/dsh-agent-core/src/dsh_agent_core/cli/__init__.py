@@ -1,0 +1,216 @@
+"""The ``dsh`` command: run an agent, try the keyless demo, inspect and move session logs."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+from rich.table import Table
+
+from dsh_agent_core._demo import DEMO_PROMPT, demo_model
+from dsh_agent_core._harness import Harness, compose
+from dsh_agent_core._status import SessionStatusRow
+from dsh_agent_core.cli._common import State, async_command, err, out
+from dsh_agent_core.cli._sessions import sessions
+from dsh_agent_core.cli._transcript import LivePrinter
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--profile", help="Use [profiles.NAME] of the config (also $DSH_PROFILE).")
+@click.option("--home", "home", help="The DSH home (default: $DSH_HOME, else ~/.dsh).")
+@click.option("--config", "config_path", help="The config file (default: <home>/config.toml).")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.version_option(package_name="dsh-agent-core", prog_name="dsh")
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    profile: str | None,
+    home: str | None,
+    config_path: str | None,
+    debug: bool,
+) -> None:
+    """dsh: the DeepSeek Harness agent core. Session logs are plain JSONL under
+    <DSH_HOME>/sessions-plain unless the config says otherwise."""
+    ctx.obj = State(profile=profile, home=home, config_path=config_path, debug=debug)
+
+
+def _print_row(row: SessionStatusRow) -> None:
+    table = Table(show_header=True, header_style="bold")
+    for column in ("session", "title", "status", "updated"):
+        table.add_column(column, overflow="fold")
+    table.add_row(row.session_id, row.title or "", row.status, row.updated_at or "")
+    out.print(table)
+    if row.session_path:
+        out.print(f"log: {row.session_path}", markup=False)
+
+
+async def _run_turn(harness: Harness, agent: Any, prompt: str) -> Any:
+    printer = LivePrinter(out, err)
+    subscription = agent.session.subscribe(printer)
+    loop = asyncio.get_running_loop()
+    interrupted = False
+
+    def on_interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        agent.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        agent.followup(prompt)
+        await agent.wait_idle()
+    finally:
+        subscription.close()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+    if interrupted:
+        sys.exit(130)
+    return printer.last_reason
+
+
+@cli.command()
+@click.argument("prompt")
+@click.option("--model", help="provider:model (default: the config's model).")
+@click.option("--resume", "resume_id", help="Continue this session instead of a new one.")
+@click.option("--preset", help="A preset of the config (system prompt, tools, model).")
+@click.option("--cwd", help="The session's working directory (default: here).")
+@click.pass_obj
+@async_command
+async def run(
+    state: State,
+    prompt: str,
+    model: str | None,
+    resume_id: str | None,
+    preset: str | None,
+    cwd: str | None,
+) -> None:
+    """Run one turn of an agent on PROMPT, streaming the answer and its tool calls."""
+    async with compose(state.config()) as harness:
+        if resume_id is not None:
+            agent = await harness.resume(resume_id, model=model)
+        else:
+            agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
+        reason = await _run_turn(harness, agent, prompt)
+        row = await harness.status_of(agent.id)
+    err.print(f"session {row.session_id}", markup=False)
+    if row.session_path:
+        err.print(f"log: {row.session_path}", markup=False)
+    if not isinstance(reason, dict) or reason.get("kind") not in ("completed", "max-tokens"):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status row as JSON.")
+@click.pass_obj
+@async_command
+async def demo(state: State, as_json: bool) -> None:
+    """A keyless demo: a scripted model drives the real loop, real bash and real persistence
+    under the configured home; prints the session's status row and log path."""
+    config = state.config()
+    async with compose(config, models={"scripted": demo_model()}) as harness:
+        agent = await harness.create(model="scripted:demo", cwd=os.getcwd())
+        if not as_json:
+            err.print(f"[bold]dsh demo[/bold] · session {agent.id}")
+            out.print(f"> {DEMO_PROMPT}", markup=False)
+        printer = LivePrinter(out if not as_json else err, err)
+        subscription = agent.session.subscribe(printer)
+        agent.followup(DEMO_PROMPT)
+        await agent.wait_idle()
+        subscription.close()
+        await agent.aclose()
+        row = await harness.status_of(agent.id)
+    if as_json:
+        out.print_json(json.dumps(row.to_json()))
+    else:
+        _print_row(row)
+        out.print("Next: dsh sessions list · dsh sessions show " + row.session_id, markup=False)
+    if not isinstance(printer.last_reason, dict) or printer.last_reason.get("kind") != "completed":
+        sys.exit(1)
+
+
+@cli.command("config")
+@click.option("--dump", is_flag=True, help="Print the resolved configuration (the default).")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_obj
+@async_command
+async def config_command(state: State, dump: bool, as_json: bool) -> None:
+    """Print the resolved configuration; API keys are never shown (only whether the variable
+    that holds each is set)."""
+    data = state.config().dump()
+    if as_json:
+        out.print_json(json.dumps(data))
+        return
+    out.print(_toml(data), markup=False)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _toml(data: dict[str, Any], prefix: str = "") -> str:
+    """A TOML rendering of plain data (``None`` values are shown as comments)."""
+    lines: list[str] = []
+    tables: list[tuple[str, dict[str, Any]]] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            tables.append((f"{prefix}{key}", value))
+        elif value is None:
+            lines.append(f"# {key} is not set")
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    for name, table in tables:
+        lines.append("")
+        lines.append(f"[{name}]")
+        lines.append(_toml(table, f"{name}."))
+    return "\n".join(line for line in lines).replace("\n\n\n", "\n\n")
+
+
+@cli.command("env")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_obj
+@async_command
+async def env_command(state: State, as_json: bool) -> None:
+    """List the managed DSH_* variables a bash child gets (the shell_env declarations)."""
+    async with compose(state.config()) as harness:
+        rows = harness.shell_env.list()
+        home = harness.home
+    if as_json:
+        out.print_json(
+            json.dumps(
+                [
+                    {"contributor": r.contributor, "key": r.key, "description": r.description}
+                    for r in rows
+                ]
+            )
+        )
+        return
+    table = Table(show_header=True, header_style="bold")
+    for column in ("key", "contributor", "description"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row.key, row.contributor, row.description)
+    out.print(table)
+    out.print(f"DSH_HOME here: {home}", markup=False)
+
+
+cli.add_command(sessions)
+
+
+def main() -> None:
+    """The ``dsh`` console script."""
+    cli(prog_name="dsh")

@@ -1,0 +1,81 @@
+"""What every ``dsh`` command shares: the context object, consoles, and one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, NoReturn, ParamSpec, TypeVar
+
+import click
+from rich.console import Console
+
+from dsh_agent_core._config import Config, load_config
+
+__all__ = ["State", "async_command", "err", "fail", "out"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+out = Console(soft_wrap=True, highlight=False)
+"""Standard output (paths and ids are never wrapped)."""
+err = Console(stderr=True, soft_wrap=True, highlight=False)
+"""Standard error: progress, status lines and errors."""
+
+
+@dataclass
+class State:
+    """The group's options, shared by every command."""
+
+    profile: str | None
+    home: str | None
+    config_path: str | None
+    debug: bool
+
+    def config(self, **overrides: Any) -> Config:
+        """Load the configuration with the group's options (and command ``overrides``)."""
+        return load_config(
+            self.profile, dsh_home=self.home, path=self.config_path, overrides=overrides or None
+        )
+
+
+def fail(message: str, *, code: int = 1) -> NoReturn:
+    """Print ``dsh: error: <message>`` on standard error and exit with ``code``."""
+    err.print(f"dsh: error: {message}", markup=False)
+    sys.exit(code)
+
+
+def _one_line(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(_one_line(inner) for inner in error.exceptions)
+    text = str(error) or type(error).__name__
+    return " ".join(text.split())
+
+
+def async_command(
+    function: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, T]:
+    """Run an ``async`` command body with ``asyncio.run``; a library error becomes one line on
+    standard error and exit status 1 (``--debug`` shows the traceback instead)."""
+
+    @functools.wraps(function)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        state = click.get_current_context().find_object(State)
+        try:
+            return asyncio.run(_awaited(function(*args, **kwargs)))
+        except KeyboardInterrupt:
+            fail("interrupted", code=130)
+        except (click.ClickException, click.exceptions.Exit, SystemExit):
+            raise
+        except Exception as error:
+            if state is not None and state.debug:
+                raise
+            fail(_one_line(error))
+
+    return run
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable

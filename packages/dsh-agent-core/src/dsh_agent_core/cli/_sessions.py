@@ -1,0 +1,227 @@
+"""``dsh sessions``: list, status, show, export, migrate and verify session logs."""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import click
+from rich.progress import Progress
+from rich.table import Table
+
+from dsh_agent_core._harness import build_persistence
+from dsh_agent_core.cli._common import State, async_command, err, fail, out
+from dsh_agent_core.cli._transcript import render_transcript
+from dsh_persistence import (
+    SessionPersistence,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceError,
+    SessionPersistenceNotFoundError,
+    export_session,
+)
+from dsh_persistence_jsonl import MigrationStep, migrate_root
+
+__all__ = ["sessions"]
+
+
+@click.group()
+def sessions() -> None:
+    """Inspect and move session logs (read-only unless the command says otherwise)."""
+
+
+def _table(rows: list[dict[str, str | None]]) -> Table:
+    table = Table(show_header=True, header_style="bold")
+    for column in ("session", "title", "status", "updated", "log"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row.get("session_id"),
+            row.get("title") or "",
+            row.get("status"),
+            row.get("updated_at") or "",
+            row.get("session_path") or "",
+        )
+    return table
+
+
+@sessions.command("list")
+@click.option("--limit", default=50, show_default=True, help="How many of the most recent.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of status rows.")
+@click.pass_obj
+@async_command
+async def list_command(state: State, limit: int, as_json: bool) -> None:
+    """The most recently updated sessions, with status, title and log path."""
+    from dsh_agent_core._harness import compose
+
+    async with compose(state.config()) as harness:
+        rows = [row.to_json() for row in await harness.status(limit)]
+    if as_json:
+        out.print_json(json.dumps(rows))
+    elif not rows:
+        err.print("no sessions yet (try: dsh demo)")
+    else:
+        out.print(_table(rows))
+
+
+@sessions.command("status")
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="The status row as JSON.")
+@click.pass_obj
+@async_command
+async def status_command(state: State, session_id: str, as_json: bool) -> None:
+    """One session's status row (exit status 1 when it is missing)."""
+    from dsh_agent_core._harness import compose
+
+    async with compose(state.config()) as harness:
+        row = await harness.status_of(session_id)
+    if as_json:
+        out.print_json(json.dumps(row.to_json()))
+    else:
+        out.print(_table([row.to_json()]))
+    if row.status == "missing":
+        sys.exit(1)
+
+
+async def _open_backend(state: State) -> SessionPersistence:
+    return build_persistence(state.config())
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@click.option("--raw", is_flag=True, help="Print the log itself (plain JSONL, from any backend).")
+@click.pass_obj
+@async_command
+async def show_command(state: State, session_id: str, raw: bool) -> None:
+    """A readable transcript of a session (or, with --raw, its log)."""
+    persistence = await _open_backend(state)
+    try:
+        if raw:
+            await export_session(persistence, session_id, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return
+        async with await persistence.open(session_id, "read") as handle:
+            events = await handle.read(0)
+            render_transcript(out, handle.header, events)
+    finally:
+        await persistence.aclose()
+
+
+@sessions.command("export")
+@click.argument("session_ids", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write (default: standard output). Several sessions need a .zip.",
+)
+@click.pass_obj
+@async_command
+async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
+    """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
+    into a zip of <session>.jsonl files."""
+    persistence = await _open_backend(state)
+    try:
+        if len(session_ids) == 1:
+            target = output if output is not None else sys.stdout.buffer
+            count = await export_session(persistence, session_ids[0], target)
+            if output is not None:
+                err.print(f"{session_ids[0]}: {count} events → {output}", markup=False)
+            return
+        if output is None or output.suffix != ".zip":
+            fail("exporting several sessions needs -o FILE.zip")
+        partial = output.with_name(output.name + ".partial")
+        with (
+            zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+            Progress(console=err, transient=True) as progress,
+        ):
+            task = progress.add_task("exporting", total=len(session_ids))
+            for session_id in session_ids:
+                with archive.open(f"{session_id}.jsonl", "w") as member:
+                    await export_session(persistence, session_id, member)  # type: ignore[arg-type]
+                progress.advance(task)
+        partial.replace(output)
+        err.print(f"{len(session_ids)} sessions → {output}", markup=False)
+    finally:
+        await persistence.aclose()
+
+
+@sessions.command("migrate")
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(path_type=Path),
+    help="The zstd root (default: <home>/sessions).",
+)
+@click.option(
+    "--to",
+    "dest",
+    type=click.Path(path_type=Path),
+    help="The plain root (default: <home>/sessions-plain).",
+)
+@click.pass_obj
+@async_command
+async def migrate_command(state: State, source: Path | None, dest: Path | None) -> None:
+    """Copy every zstd session into the plain root, validated and verified by reopening; the
+    source is kept. Exit status 1 when a session failed."""
+    home = state.config().home()
+    source = source if source is not None else home / "sessions"
+    dest = dest if dest is not None else home / "sessions-plain"
+    if not source.is_dir():
+        fail(f"nothing to migrate: {source} is not a directory")
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("migrating", total=None)
+
+        def step(done: MigrationStep) -> None:
+            progress.update(task, total=done.total, completed=done.done)
+            if done.outcome == "failed":
+                err.print(f"failed: {done.source}: {done.reason}", markup=False)
+
+        report = await migrate_root(source, dest, progress=step)
+    err.print(
+        f"migrated {len(report.migrated)}, skipped {len(report.skipped)} (already there), "
+        f"failed {len(report.failed)}: {source} → {dest} (source kept)",
+        markup=False,
+    )
+    if not report.ok:
+        sys.exit(1)
+
+
+@sessions.command("verify")
+@click.argument("session_ids", nargs=-1)
+@click.pass_obj
+@async_command
+async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
+    """Read every log (or the named ones) through the backend and report corruption by file
+    and line. Exit status 1 when any log is damaged or missing."""
+    persistence = await _open_backend(state)
+    bad = 0
+    try:
+        ids = list(session_ids) or sorted(s.id for s in await persistence.list())
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("verifying", total=len(ids))
+            for session_id in ids:
+                try:
+                    async with await persistence.open(session_id, "read") as handle:
+                        await handle.read(0)
+                except SessionPersistenceCorruptionError as error:
+                    bad += 1
+                    where = error.artifact or "the stored log"
+                    line = f":{error.line}" if error.line is not None else ""
+                    row = f" row {error.row}" if error.row is not None else ""
+                    out.print(
+                        f"{where}{line}{row}: {error.reason} (session {session_id})", markup=False
+                    )
+                except SessionPersistenceNotFoundError:
+                    bad += 1
+                    out.print(f"session {session_id}: not found", markup=False)
+                except SessionPersistenceError as error:
+                    bad += 1
+                    out.print(str(error), markup=False)
+                progress.advance(task)
+    finally:
+        await persistence.aclose()
+    err.print(f"verified {len(ids)} sessions: {len(ids) - bad} ok, {bad} damaged", markup=False)
+    if bad:
+        sys.exit(1)

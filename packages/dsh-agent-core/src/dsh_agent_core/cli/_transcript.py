@@ -1,0 +1,185 @@
+"""Readable renderings of a session: the live stream of ``dsh run`` and ``dsh sessions show``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from dsh_session import SessionEvent, SessionHeader
+
+__all__ = ["LivePrinter", "reason_text", "render_transcript"]
+
+_RESULT_LINES = 12
+
+
+def _texts(blocks: Any, kind: str = "text") -> str:
+    if not isinstance(blocks, list):
+        return ""
+    return "".join(
+        block.get("text", "")
+        for block in blocks
+        if isinstance(block, dict)
+        and block.get("type") == kind
+        and isinstance(block.get("text"), str)
+    )
+
+
+def reason_text(reason: Any) -> str:
+    """A ``turn/end`` reason in words (``completed``, ``aborted (user)``, ``error CODE: …``)."""
+    if not isinstance(reason, dict):
+        return str(reason)
+    kind = str(reason.get("kind"))
+    if kind == "aborted":
+        cause = reason.get("reason")
+        label = cause.get("kind") if isinstance(cause, dict) else cause
+        return f"aborted ({label})"
+    if kind == "error":
+        error: dict[str, Any] = reason["error"] if isinstance(reason.get("error"), dict) else {}
+        return f"error {error.get('code', '?')}: {error.get('message', '')}"
+    return kind
+
+
+def _call_summary(name: str, arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return f"{name}({arguments[:200]})"
+    if isinstance(parsed, dict) and isinstance(parsed.get("command"), str):
+        return f"{name}: {parsed['command']}"
+    return f"{name}({json.dumps(parsed, ensure_ascii=False)[:200]})"
+
+
+def _result_lines(data: dict[str, Any]) -> tuple[str, bool]:
+    content = data.get("content")
+    is_error = bool(data.get("isError"))
+    message = data.get("message")
+    if content is None and isinstance(message, dict):
+        blocks = message.get("content") or [{}]
+        first = blocks[0] if isinstance(blocks[0], dict) else {}
+        content, is_error = first.get("content"), bool(first.get("isError"))
+    text = _texts(content).rstrip("\n") or "(no output)"
+    lines = text.splitlines()
+    if len(lines) > _RESULT_LINES:
+        lines = [*lines[:_RESULT_LINES], f"… ({len(lines) - _RESULT_LINES} more lines)"]
+    return "\n".join(lines), is_error
+
+
+def _print_result(console: Console, data: dict[str, Any]) -> None:
+    text, is_error = _result_lines(data)
+    body = Text(
+        "\n".join(
+            f"  ⎿ {line}" if i == 0 else f"    {line}" for i, line in enumerate(text.splitlines())
+        )
+    )
+    body.stylize("red" if is_error else "dim")
+    console.print(body)
+
+
+class LivePrinter:
+    """A session subscriber that prints a turn as it happens: streamed text, tool calls with
+    their output, and how the turn ended."""
+
+    def __init__(self, console: Console, status: Console) -> None:
+        self._console = console
+        self._status = status
+        self._mid_line = False
+        self.last_reason: Any = None
+
+    def _newline(self) -> None:
+        if self._mid_line:
+            self._console.print()
+            self._mid_line = False
+
+    def __call__(self, event: SessionEvent) -> None:
+        """Print what ``event`` adds."""
+        kind = event.type
+        data: Any = event.data
+        if kind == "assistant/chunk":
+            chunk = data.get("chunk", {})
+            if chunk.get("type") == "text-delta":
+                self._console.print(chunk.get("text", ""), end="", markup=False, highlight=False)
+                self._mid_line = True
+            elif chunk.get("type") == "reasoning-delta":
+                self._console.print(Text(chunk.get("text", ""), style="dim italic"), end="")
+                self._mid_line = True
+            elif chunk.get("type") == "block-end":
+                self._newline()
+        elif kind == "tool/call":
+            self._newline()
+            summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
+            self._console.print(Text(f"⏺ {summary}", style="cyan"))
+        elif kind == "tool/result":
+            _print_result(self._console, data)
+        elif kind == "llm/retry":
+            failure = data.get("failure", {})
+            self._status.print(
+                f"retrying in {data.get('delayMs')} ms after {failure.get('code')}: "
+                f"{failure.get('message')}",
+                markup=False,
+            )
+        elif kind == "turn/end":
+            self._newline()
+            self.last_reason = data.get("reason")
+            if (
+                not isinstance(self.last_reason, dict)
+                or self.last_reason.get("kind") != "completed"
+            ):
+                self._status.print(
+                    f"turn {data.get('turn')} ended: {reason_text(self.last_reason)}", markup=False
+                )
+
+
+def render_transcript(
+    console: Console, header: SessionHeader, events: Iterable[SessionEvent]
+) -> None:
+    """Print a session as a transcript: messages, tool calls with their output, turn ends."""
+    facts = [f"session {header.id}"]
+    if header.cwd:
+        facts.append(f"cwd {header.cwd}")
+    if header.parent_session:
+        facts.append(f"parent {header.parent_session}")
+    if header.agent_preset:
+        facts.append(f"preset {header.agent_preset}")
+    console.print(Text(" · ".join(facts), style="bold"))
+    for event in events:
+        kind = event.type
+        data: Any = event.data
+        if not isinstance(data, dict):
+            continue
+        if kind == "turn/start":
+            console.print(Text(f"── turn {data.get('turn')} ──", style="bold blue"))
+        elif kind == "user/message":
+            source: dict[str, Any] = data["source"] if isinstance(data.get("source"), dict) else {}
+            who = (
+                "user"
+                if source.get("kind") == "user"
+                else f"[{source.get('plugin') or source.get('kind')}]"
+            )
+            console.print(Text(f"{who}: ", style="bold green") + Text(_texts(data.get("content"))))
+        elif kind == "assistant/message":
+            content = data.get("content")
+            if content is None and isinstance(data.get("message"), dict):
+                content = data["message"].get("content")
+            reasoning = _texts(content, "reasoning")
+            if reasoning:
+                console.print(Text(reasoning, style="dim italic"))
+            text = _texts(content)
+            if text:
+                label = "assistant (interrupted): " if data.get("interrupted") else "assistant: "
+                console.print(Text(label, style="bold magenta") + Text(text))
+        elif kind == "tool/call":
+            summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
+            console.print(Text(f"⏺ {summary}", style="cyan"))
+        elif kind == "tool/result":
+            _print_result(console, data)
+        elif kind == "turn/end":
+            console.print(
+                Text(
+                    f"turn {data.get('turn')} ended: {reason_text(data.get('reason'))}",
+                    style="blue",
+                )
+            )
