@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dsh_agent_core._errors import ConfigError
-from dsh_paths import resolve_dsh_home
+from dsh_paths import DshHomeError, resolve_dsh_home
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -275,8 +275,15 @@ def load_config(
         data["model"] = environ["DSH_MODEL"]
     if overrides:
         data = _merge(data, overrides)
-    if dsh_home is not None and "dsh_home" not in data:
-        data["dsh_home"] = os.fspath(dsh_home)
+    # the home is resolved once, here: a home the file names wins over the one that found it
+    named = data.get("dsh_home")
+    if isinstance(named, str) and named:
+        try:
+            data["dsh_home"] = str(resolve_dsh_home(named, env))
+        except DshHomeError as error:
+            raise ConfigError(f"{source}: dsh_home", str(error)) from None
+    elif named is None:
+        data["dsh_home"] = str(home)
     data["profile"] = profile
     data["source"] = None if source == "defaults" else source
     try:

@@ -84,6 +84,8 @@ class Harness:
             LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
         )
         self.jobs = JobRegistry()
+        self._env: Mapping[str, str] = os.environ if env is None else env
+        self._overrides = dict(models) if models else None
         self._provider_models = provider_models(config, env)
         self.models: dict[str, Model] = {**self._provider_models, **(models or {})}
         self.extensions = Extensions()
@@ -145,6 +147,20 @@ class Harness:
             max_tokens=self.config.max_tokens,
             reasoning_effort=reasoning_effort,
         )
+
+    def check_route(self, route: str | None) -> None:
+        """Raise :class:`DshError` when ``route``'s provider cannot be called as configured (an
+        API key variable that is not set), before any session is created for it."""
+        options = self.options(route)
+        model = self._provider_models.get(options.provider)
+        if model is None or options.provider in (self._overrides or {}):
+            return
+        variable = model.config.api_key_env
+        if model.config.kind == "openai-compatible" and variable and not self._env.get(variable):
+            raise DshError(
+                f"model {options.provider}:{options.model}: the environment variable {variable} "
+                "is not set (it holds the provider's API key)"
+            )
 
     # -- agents -----------------------------------------------------------------------------
 

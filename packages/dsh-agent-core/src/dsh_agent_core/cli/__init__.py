@@ -96,8 +96,12 @@ async def run(
     """Run one turn of an agent on PROMPT, streaming the answer and its tool calls."""
     async with compose(state.config()) as harness:
         if resume_id is not None:
+            if model is not None:
+                harness.check_route(model)
             agent = await harness.resume(resume_id, model=model)
         else:
+            settings = harness.config.presets.get(preset) if preset is not None else None
+            harness.check_route(model or (settings.model if settings is not None else None))
             agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
         reason = await _run_turn(harness, agent, prompt)
         row = await harness.status_of(agent.id)
