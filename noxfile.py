@@ -272,6 +272,30 @@ def bump(session: nox.Session) -> None:
     session.run(sys.executable, str(ROOT / "tools" / "bump_version.py"), session.posargs[0])
 
 
+def _readme_main_command() -> str:
+    """The README's command 1: the line after the ``# 1.`` comment lines of its first bash block."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("# 1."))
+    return next(line for line in lines[start:] if not line.startswith("#"))
+
+
+@nox.session(python=None, venv_backend="venv")
+def quickstart(session: nox.Session) -> None:
+    """The README's main-job command, as written, in a fresh virtual environment with pip and a
+    fresh DSH home; then the log it wrote is found with ``dsh sessions list``."""
+    command = _readme_main_command()
+    session.chdir(ROOT)
+    home = Path(session.create_tmp()) / "dsh-home"
+    env = {"DSH_HOME": str(home), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    session.run("bash", "-c", command, env=env, external=True)
+    listed = session.run("dsh", "sessions", "list", "--json", env=env, silent=True)
+    if not isinstance(listed, str) or "session.jsonl" not in listed:
+        session.error(f"dsh sessions list did not show the demo's log: {listed!r}")
+    session.log(f"README command 1 ran: {command}")
+
+
 @nox.session(python=None)
 def examples(session: nox.Session) -> None:
     """The third-party backend example: its contract tests, then its validate() script."""
