@@ -254,3 +254,19 @@ async def test_check_route_refuses_a_provider_without_its_key(tmp_path: Path) ->
         with pytest.raises(DshError, match="no provider 'nowhere'"):
             harness.check_route("nowhere:x")
         harness.check_route("scripted:anything")
+
+
+async def test_a_fork_of_a_stored_session_continues_its_turns(tmp_path: Path) -> None:
+    model = ScriptedModel([text_response("parent"), text_response("child")])
+    async with compose(configured(tmp_path), models={"scripted": model}) as harness:
+        parent = await harness.create("first", model="scripted:m", cwd=tmp_path)
+        await parent.wait_idle()
+        await parent.aclose()
+        child = await harness.fork(parent.id, session_id="child", prompt="second")
+        await child.wait_idle()
+        assert child.session.header.parent_session == parent.id
+        turns = [
+            e.to_wire()["data"]["turn"] for e in child.session.events if e.type == "turn/start"
+        ]
+        assert turns == [1, 2]
+        assert (await harness.status_of("child")).session_path is not None

@@ -235,6 +235,35 @@ class Harness:
         options = self.options(model) if model is not None else None
         return await self.loop(preset).resume(session_id, options=options)
 
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        session_id: str | None = None,
+        boundary: int | None = None,
+        prompt: str | None = None,
+    ) -> LoopAgent:
+        """A new agent seeded with the log of ``parent_id`` (live or stored) up to
+        ``boundary`` (default: all of it, which must be a balanced point), in the parent's
+        preset, with ``prompt`` queued when given."""
+        parent = self.get(parent_id)
+        header = parent.session.header if parent is not None else None
+        if header is None:
+            snapshot = await self.persistence.stat(parent_id)
+            header = snapshot.header if snapshot is not None else None
+        preset = header.agent_preset if header is not None else None
+        if preset is not None and preset not in self.config.presets:
+            preset = None
+        agent = await self.loop(preset).fork(
+            parent if parent is not None else parent_id,
+            session_id=session_id,
+            boundary=boundary,
+        )
+        await agent.flush()
+        if prompt is not None:
+            agent.followup(prompt)
+        return agent
+
     # -- inspection -------------------------------------------------------------------------
 
     async def sessions(self) -> list[SessionSnapshot]:
