@@ -1,0 +1,502 @@
+"""The ``dsh`` command end to end: every case runs the installed console script in a real
+subprocess with an explicit environment (a fresh ``DSH_HOME`` and ``HOME`` under the test's tmp
+dir, no ``DSH_*`` of this process), and checks exit status, output and the files on disk.
+
+Model calls are keyless (``dsh demo``'s scripted model, a ``scripted`` provider) or go to a tiny
+OpenAI-compatible server on 127.0.0.1 started by the test (``core_sse_server.py``); nothing
+touches the network beyond the loopback interface. Timeouts are safety nets, not speed bars.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_persistence_jsonl import JsonlPersistence
+from dsh_persistence_sqlite import SqlitePersistence
+
+DSH = Path(sys.executable).parent / "dsh"
+TIMEOUT = 120.0
+"""Seconds one dsh command may take: a safety net against a hang, not a speed bar."""
+
+
+def _load_sibling(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve their module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+sse = _load_sibling("core_sse_server")
+
+ZSTD_AND_SQLITE = """\
+[profiles.zstd.persistence]
+compression = "zstd"
+
+[profiles.sqlite.persistence]
+backend = "sqlite"
+"""
+
+
+@dataclass
+class Dsh:
+    """The ``dsh`` command in a sandbox: ``home`` is DSH_HOME, ``user_home`` is HOME, ``cwd``
+    is where commands run."""
+
+    home: Path
+    user_home: Path
+    cwd: Path
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.user_home),
+            "DSH_HOME": str(self.home),
+            "LANG": "C.UTF-8",
+            "NO_COLOR": "1",
+            "TERM": "dumb",
+            "COLUMNS": "200",
+        }
+        return {**env, **(extra or {})}
+
+    def __call__(
+        self, *args: str, env: dict[str, str] | None = None, drop: tuple[str, ...] = ()
+    ) -> subprocess.CompletedProcess[bytes]:
+        environ = {k: v for k, v in self.env(env).items() if k not in drop}
+        return subprocess.run(
+            [str(DSH), *args],
+            cwd=self.cwd,
+            env=environ,
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+
+    def ok(
+        self, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        done = self(*args, env=env)
+        assert done.returncode == 0, (args, done.stdout.decode(), done.stderr.decode())
+        assert b"Traceback" not in done.stderr
+        return done
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.ok(*args).stdout)
+
+    def demo(self, *options: str) -> dict[str, Any]:
+        """Run ``dsh [options] demo --json``; its status row."""
+        row: dict[str, Any] = self.json(*options, "demo", "--json")
+        return row
+
+    def config(self, text: str) -> Path:
+        self.home.mkdir(parents=True, exist_ok=True)
+        path = self.home / "config.toml"
+        path.write_text(text)
+        return path
+
+
+@pytest.fixture
+def dsh(tmp_path: Path) -> Dsh:
+    assert DSH.exists(), f"the dsh console script is not installed next to {sys.executable}"
+    user_home = tmp_path / "user"
+    cwd = tmp_path / "project"
+    user_home.mkdir()
+    cwd.mkdir()
+    return Dsh(home=tmp_path / "dsh-home", user_home=user_home, cwd=cwd)
+
+
+def log_records(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+
+
+def tool_result_text(records: list[dict[str, Any]]) -> str:
+    (result,) = [r for r in records if r.get("type") == "tool/result"]
+    return "".join(block["text"] for block in result["data"]["content"])
+
+
+def one_error_line(done: subprocess.CompletedProcess[bytes]) -> str:
+    """The single ``dsh: error:`` line of a failed command (and nothing like a traceback)."""
+    assert done.returncode != 0
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("dsh: error: ")]
+    assert len(errors) == 1, stderr
+    return errors[0]
+
+
+# -- demo, list, status, show -----------------------------------------------------------------
+
+
+def test_demo_runs_keyless_and_its_bash_child_saw_the_current_facts(dsh: Dsh) -> None:
+    stale = {"DSH_SESSION_ID": "stale-session", "DSH_STALE_PARENT": "stale"}
+    done = dsh.ok("demo", "--json", env=stale)
+    row = json.loads(done.stdout)
+    session_id = row["session_id"]
+    assert row["status"] == "cold"
+    assert row["title"] == "Show me what a DSH"
+    path = Path(row["session_path"])
+    assert path.name == "session.jsonl"
+    assert path.is_relative_to(dsh.home / "sessions-plain")
+    records = log_records(path)
+    assert records[0]["type"] == "session"
+    assert records[0]["id"] == session_id
+    assert records[0]["cwd"] == str(dsh.cwd)
+    assert tool_result_text(records) == (
+        f"DSH_HOME={dsh.home}\nDSH_SHELL=1\nDSH_SESSION_ID={session_id}\ncwd={dsh.cwd}\n"
+    )
+    assert records[-1]["type"] == "turn/end"
+    assert records[-1]["data"]["reason"] == {"kind": "completed"}
+
+
+def test_demo_prints_the_transcript_its_row_and_what_to_try_next(dsh: Dsh) -> None:
+    done = dsh.ok("demo")
+    stdout = done.stdout.decode()
+    assert "DSH_SHELL=1" in stdout
+    assert f"DSH_HOME={dsh.home}" in stdout
+    (log,) = [line for line in stdout.splitlines() if line.startswith("log: ")]
+    assert Path(log.removeprefix("log: ")).is_file()
+    assert "Next: dsh sessions list · dsh sessions show " in stdout
+
+
+def test_sessions_list_shows_the_most_recent_first_with_a_limit(dsh: Dsh) -> None:
+    assert dsh.json("sessions", "list", "--json") == []
+    first, second = dsh.demo(), dsh.demo()
+    rows = dsh.json("sessions", "list", "--json")
+    assert [r["session_id"] for r in rows] == [second["session_id"], first["session_id"]]
+    assert rows == [second, first]
+    assert dsh.json("sessions", "list", "--limit", "1", "--json") == [second]
+    table = dsh.ok("sessions", "list").stdout.decode()
+    assert first["session_id"] in table
+    assert second["session_id"] in table
+
+
+def test_sessions_status_of_a_stored_and_of_a_missing_session(dsh: Dsh) -> None:
+    row = dsh.demo()
+    assert dsh.json("sessions", "status", row["session_id"], "--json") == row
+    missing = dsh("sessions", "status", "no-such-session", "--json")
+    assert missing.returncode == 1
+    assert json.loads(missing.stdout) == {"session_id": "no-such-session", "status": "missing"}
+
+
+def test_sessions_show_prints_a_transcript_and_raw_prints_the_log_itself(dsh: Dsh) -> None:
+    row = dsh.demo()
+    transcript = dsh.ok("sessions", "show", row["session_id"]).stdout.decode()
+    assert f"session {row['session_id']} · cwd {dsh.cwd}" in transcript
+    assert "user: Show me what a DSH bash child knows about its harness, then stop." in transcript
+    assert "⏺ bash: printf" in transcript
+    assert "DSH_SHELL=1" in transcript
+    assert "assistant: The bash child saw its DSH home" in transcript
+    assert "turn 1 ended: completed" in transcript
+    raw = dsh.ok("sessions", "show", "--raw", row["session_id"]).stdout
+    assert raw == Path(row["session_path"]).read_bytes()
+
+
+def test_an_unknown_session_is_one_error_line_naming_it(dsh: Dsh) -> None:
+    dsh.demo()
+    for command in (["sessions", "show"], ["sessions", "export"], ["run", "--resume"]):
+        args = [*command, "no-such-session"] + (["hello"] if command[0] == "run" else [])
+        assert "no-such-session" in one_error_line(dsh(*args)), args
+
+
+def test_env_lists_the_managed_variables_and_the_home(dsh: Dsh) -> None:
+    rows = dsh.json("env", "--json")
+    assert [r["key"] for r in rows] == ["DSH_HOME", "DSH_SHELL", "DSH_SESSION_ID"]
+    assert f"DSH_HOME here: {dsh.home}" in dsh.ok("env").stdout.decode()
+
+
+def test_home_and_config_options_win_over_the_environment(dsh: Dsh, tmp_path: Path) -> None:
+    other = tmp_path / "other-home"
+    row = dsh.demo("--home", str(other))
+    assert Path(row["session_path"]).is_relative_to(other / "sessions-plain")
+    assert not dsh.home.exists()
+    config = tmp_path / "elsewhere.toml"
+    config.write_text('[persistence]\nroot = "' + str(tmp_path / "custom-root") + '"\n')
+    row = dsh.demo("--config", str(config))
+    assert Path(row["session_path"]).is_relative_to(tmp_path / "custom-root")
+
+
+# -- export, migrate, verify ------------------------------------------------------------------
+
+
+async def _copy_into_sqlite(zstd_root: Path, database: Path, session_id: str) -> None:
+    """Store the same log in SQLite, event for event, through the public persistence API."""
+    source = JsonlPersistence(zstd_root, compression="zstd")
+    target = SqlitePersistence(database)
+    try:
+        async with await source.open(session_id, "read") as reader:
+            events = list(await reader.read(0))
+            handle = await target.create(
+                reader.header, inherited_event_count=reader.inherited_event_count
+            )
+        async with handle:
+            await handle.append(events)
+            await handle.flush()
+    finally:
+        await source.aclose()
+        await target.aclose()
+
+
+def test_export_is_the_same_bytes_from_jsonl_zstd_and_sqlite(dsh: Dsh, tmp_path: Path) -> None:
+    dsh.config(ZSTD_AND_SQLITE)
+    row = dsh.demo("--profile", "zstd")
+    session_id = row["session_id"]
+    assert "session_path" not in row  # a zstd log is not a plain file
+    asyncio.run(_copy_into_sqlite(dsh.home / "sessions", dsh.home / "sessions.sqlite3", session_id))
+
+    from_zstd = dsh.ok("--profile", "zstd", "sessions", "export", session_id).stdout
+    from_sqlite = dsh.ok("--profile", "sqlite", "sessions", "export", session_id).stdout
+    assert from_zstd == from_sqlite
+    records = [json.loads(line) for line in from_zstd.decode("utf-8").splitlines()]
+    assert records[0]["type"] == "session"
+    assert records[0]["id"] == session_id
+    assert records[-1]["type"] == "turn/end"
+    sqlite_rows = dsh.json("--profile", "sqlite", "sessions", "list", "--json")
+    assert [(r["session_id"], "session_path" in r) for r in sqlite_rows] == [(session_id, False)]
+
+    out = tmp_path / "one.jsonl"
+    done = dsh.ok("--profile", "sqlite", "sessions", "export", session_id, "-o", str(out))
+    assert out.read_bytes() == from_zstd
+    assert str(out) in done.stderr.decode()
+    second = dsh.demo("--profile", "zstd")["session_id"]
+    archive = tmp_path / "both.zip"
+    dsh.ok("--profile", "zstd", "sessions", "export", session_id, second, "-o", str(archive))
+    with zipfile.ZipFile(archive) as opened:
+        assert sorted(opened.namelist()) == sorted([f"{session_id}.jsonl", f"{second}.jsonl"])
+        assert opened.read(f"{session_id}.jsonl") == from_zstd
+    not_zip = dsh("--profile", "zstd", "sessions", "export", session_id, second)
+    assert "needs -o FILE.zip" in one_error_line(not_zip)
+
+
+def test_migrate_copies_zstd_logs_to_plain_keeps_the_source_and_verify_passes(dsh: Dsh) -> None:
+    dsh.config(ZSTD_AND_SQLITE)
+    ids = [dsh.demo("--profile", "zstd")["session_id"] for _ in range(2)]
+    source = dsh.home / "sessions"
+    before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    assert sorted(p.name for p in before if p.name.endswith(".zstd")) == ["session.jsonl.zstd"] * 2
+    exported = {i: dsh.ok("--profile", "zstd", "sessions", "export", i).stdout for i in ids}
+
+    done = dsh.ok("sessions", "migrate")
+    assert "migrated 2, skipped 0 (already there), failed 0" in done.stderr.decode()
+    assert "(source kept)" in done.stderr.decode()
+    assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before
+
+    rows = dsh.json("sessions", "list", "--json")
+    assert sorted(r["session_id"] for r in rows) == sorted(ids)
+    for row in rows:
+        path = Path(row["session_path"])
+        assert path.is_relative_to(dsh.home / "sessions-plain")
+        # The plain log is the whole log: the same bytes any backend exports.
+        assert path.read_bytes() == exported[row["session_id"]]
+    verified = dsh.ok("sessions", "verify")
+    assert "verified 2 sessions: 2 ok, 0 damaged" in verified.stderr.decode()
+    again = dsh.ok("sessions", "migrate")
+    assert "migrated 0, skipped 2 (already there), failed 0" in again.stderr.decode()
+
+
+def test_migrate_without_a_source_root_is_one_error_line(dsh: Dsh) -> None:
+    line = one_error_line(dsh("sessions", "migrate"))
+    assert str(dsh.home / "sessions") in line
+
+
+def test_verify_names_the_file_and_line_of_a_corrupted_log(dsh: Dsh) -> None:
+    good, bad = dsh.demo(), dsh.demo()
+    path = Path(bad["session_path"])
+    lines = path.read_bytes().split(b"\n")
+    middle = len(lines) // 2
+    assert 1 < middle < len(lines) - 2
+    lines[middle] = b"not json"
+    path.write_bytes(b"\n".join(lines))
+
+    done = dsh("sessions", "verify")
+    assert done.returncode == 1
+    stdout = done.stdout.decode()
+    assert f"{path}:{middle + 1}: " in stdout
+    assert f"(session {bad['session_id']})" in stdout
+    assert good["session_id"] not in stdout
+    assert "verified 2 sessions: 1 ok, 1 damaged" in done.stderr.decode()
+    assert dsh("sessions", "verify", good["session_id"]).returncode == 0
+    named = dsh("sessions", "verify", bad["session_id"])
+    assert named.returncode == 1
+    assert f"{path}:{middle + 1}: " in named.stdout.decode()
+    missing = dsh("sessions", "verify", "no-such-session")
+    assert missing.returncode == 1
+    assert "session no-such-session: not found" in missing.stdout.decode()
+    assert "Traceback" not in (done.stderr + named.stderr + missing.stderr).decode()
+
+
+# -- config -----------------------------------------------------------------------------------
+
+
+def test_the_plain_profile_dumps_sessions_plain_without_compression_or_packing(dsh: Dsh) -> None:
+    dsh.config(
+        '[persistence]\ncompression = "zstd"\n\n'
+        '[profiles.plain.persistence]\ncompression = "none"\npack_chunks = false\n'
+    )
+    dumped = dsh.json("--profile", "plain", "config", "--dump", "--json")
+    assert dumped["profile"] == "plain"
+    assert dumped["persistence"] == {
+        "backend": "jsonl",
+        "root": str(dsh.home / "sessions-plain"),
+        "compression": "none",
+        "pack_chunks": False,
+        "path": None,
+        "sqlite_compression": True,
+    }
+    toml = dsh.ok("--profile", "plain", "config", "--dump").stdout.decode()
+    assert f'root = "{dsh.home / "sessions-plain"}"' in toml
+    assert 'compression = "none"' in toml
+    assert "pack_chunks = false" in toml
+    from_env = json.loads(dsh("config", "--json", env={"DSH_PROFILE": "plain"}).stdout)
+    assert from_env["persistence"]["compression"] == "none"
+    assert dsh.json("config", "--json")["persistence"]["compression"] == "zstd"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('colour = "blue"\n', "colour"),
+        ("[bash]\ntimeout = -1\n", "bash.timeout"),
+        ('model = "no-colon"\n', "model"),
+        ("model = \n", "is not valid TOML"),
+    ],
+    ids=["unknown-key", "bad-value", "bad-route", "broken-toml"],
+)
+def test_a_bad_config_is_one_error_line_naming_file_and_key(dsh: Dsh, text: str, key: str) -> None:
+    path = dsh.config(text)
+    for command in (["config", "--dump"], ["demo"], ["sessions", "list"]):
+        line = one_error_line(dsh(*command))
+        assert line.startswith(f"dsh: error: config {path}"), line
+        assert key in line
+    debug = dsh("--debug", "config", "--dump")
+    assert debug.returncode != 0
+    assert b"Traceback" in debug.stderr
+    assert b"ConfigError" in debug.stderr
+
+
+def test_an_unknown_profile_is_one_error_line_naming_it(dsh: Dsh) -> None:
+    path = dsh.config(ZSTD_AND_SQLITE)
+    line = one_error_line(dsh("--profile", "nope", "config", "--dump"))
+    assert line == (
+        f"dsh: error: config {path}: profiles.nope: no such profile (defined: sqlite, zstd)"
+    )
+    assert "profiles.nope" in one_error_line(dsh("config", env={"DSH_PROFILE": "nope"}))
+
+
+def test_compose_with_two_homes_is_one_error_line_naming_both(dsh: Dsh, tmp_path: Path) -> None:
+    other = tmp_path / "skills-home"
+    dsh.config(f'[skills.local]\ndsh_home = "{other}"\n')
+    line = one_error_line(dsh("demo"))
+    assert str(dsh.home) in line
+    assert str(other) in line
+
+
+# -- run: providers from the config -----------------------------------------------------------
+
+SECRET = "sk-test-0123456789-do-not-log"
+
+
+def _provider_config(base_url: str) -> str:
+    return f'[providers.local]\nbase_url = "{base_url}"\napi_key_env = "LOCAL_LLM_KEY"\n'
+
+
+def test_run_streams_from_an_openai_compatible_provider_and_never_shows_the_key(
+    dsh: Dsh,
+) -> None:
+    with sse.SseServer(["Hi", " there", ", from the local server."]) as server:
+        dsh.config(_provider_config(server.base_url))
+        key = {"LOCAL_LLM_KEY": SECRET}
+        done = dsh.ok("run", "--model", "local:test-model", "Say hi", env=key)
+        requests = server.requests
+    assert done.stdout.decode().strip() == "Hi there, from the local server."
+    assert len(requests) == 1
+    (request,) = requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+    body = request.json()
+    assert body["model"] == "test-model"
+    assert body["stream"] is True
+    assert any(m.get("content") == "Say hi" for m in body["messages"] if m["role"] == "user")
+
+    stderr = done.stderr.decode()
+    (session_line,) = [line for line in stderr.splitlines() if line.startswith("session ")]
+    (log_line,) = [line for line in stderr.splitlines() if line.startswith("log: ")]
+    session_id = session_line.removeprefix("session ")
+    log = Path(log_line.removeprefix("log: "))
+    records = log_records(log)
+    assert records[0]["id"] == session_id
+    assert records[-1]["data"]["reason"] == {"kind": "completed"}
+    headers = [r for r in records if r["type"] == "request/header"]
+    assert headers
+    assert headers[0]["data"]["header"]["config"]["provider"] == "local"
+    assert headers[0]["data"]["header"]["config"]["model"] == "test-model"
+
+    dumps = [
+        dsh.ok("config", "--dump", env=key).stdout,
+        dsh.ok("config", "--dump", "--json", env=key).stdout,
+    ]
+    providers = json.loads(dumps[1])["providers"]
+    assert providers["local"]["api_key"] == "***"  # set, and never shown
+    assert providers["local"]["api_key_env"] == "LOCAL_LLM_KEY"
+    secret = SECRET.encode()
+    for output in (*dumps, done.stdout, done.stderr):
+        assert secret not in output
+    for path in dsh.home.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_bytes(), path
+
+
+def test_run_without_the_key_variable_fails_naming_it(dsh: Dsh) -> None:
+    with sse.SseServer(["unreachable"]) as server:
+        dsh.config(_provider_config(server.base_url))
+        done = dsh("run", "--model", "local:test-model", "Say hi")
+        requests = server.requests
+    line = one_error_line(done)
+    assert "the environment variable LOCAL_LLM_KEY is not set" in line
+    assert "local:test-model" in line
+    assert requests == []  # refused before any request
+    assert dsh.json("sessions", "list", "--json") == []  # and before any session was created
+    unset = json.loads(dsh.ok("config", "--json").stdout)["providers"]["local"]["api_key"]
+    assert unset == "(not set)"
+
+
+def test_run_resume_continues_the_same_session(dsh: Dsh) -> None:
+    dsh.config('[providers.canned]\nkind = "scripted"\nreplies = ["Canned answer."]\n')
+    first = dsh.ok("run", "--model", "canned:any", "first question")
+    assert first.stdout.decode().strip() == "Canned answer."
+    session_id = first.stderr.decode().split("session ", 1)[1].split()[0]
+    second = dsh.ok("run", "--resume", session_id, "second question")
+    assert f"session {session_id}" in second.stderr.decode()
+    (row,) = dsh.json("sessions", "list", "--json")
+    assert row["session_id"] == session_id
+    assert row["title"] == "first question"
+    records = log_records(row["session_path"])
+    turns = [r["data"] for r in records if r["type"] == "turn/end"]
+    assert turns == [
+        {"turn": 1, "reason": {"kind": "completed"}},
+        {"turn": 2, "reason": {"kind": "completed"}},
+    ]
+    prompts = [
+        r["data"]["content"][0]["text"]
+        for r in records
+        if r["type"] == "user/message" and r["data"]["source"] == {"kind": "user"}
+    ]
+    assert prompts == ["first question", "second question"]
+
+
+def test_run_with_an_unknown_provider_is_one_error_line(dsh: Dsh) -> None:
+    line = one_error_line(dsh("run", "--model", "nowhere:model", "hello"))
+    assert "nowhere" in line
+    assert dsh.json("sessions", "list", "--json") == []
