@@ -393,13 +393,6 @@ async def test_status_lists_the_50_most_recent_and_an_exact_lookup_ignores_the_l
         assert "not both" in texts["c4"]
 
 
-@pytest.mark.xfail(
-    reason="Harness.status sorts a live agent with no events yet by time 0 "
-    "(_harness.py, status: `events[-1].time if len(events) else 0`), not by its header's "
-    "created_at as its row's updated_at says, so a just-created session falls out of the "
-    "recent list behind every stored one",
-    strict=True,
-)
 async def test_a_just_created_live_session_is_the_most_recent_row(
     home: Path, workspace: Path
 ) -> None:

@@ -502,24 +502,11 @@ def test_run_with_an_unknown_provider_is_one_error_line(dsh: Dsh) -> None:
     assert dsh.json("sessions", "list", "--json") == []
 
 
-@pytest.mark.xfail(
-    reason="dsh run --preset NAME checks the key of the default model before the preset exists "
-    "(cli/__init__.py, run: check_route(model or presets.get(preset).model) runs before "
-    "harness.create raises UnknownPresetError), so an unknown preset is reported as an unset "
-    "DEEPSEEK_API_KEY",
-    strict=True,
-)
 def test_run_with_an_unknown_preset_names_the_preset(dsh: Dsh) -> None:
     line = one_error_line(dsh("run", "--preset", "nope", "hello"))
     assert "presets.nope: no such preset" in line
 
 
-@pytest.mark.xfail(
-    reason="a bad DSH_MODEL is reported as the config file's own `model` key "
-    "(_config.py, load_config: DSH_MODEL is merged into the file's data and validated as if "
-    "the file said it), so the error names a file that does not hold the value",
-    strict=True,
-)
 def test_a_bad_dsh_model_names_the_variable(dsh: Dsh) -> None:
     dsh.config('model = "canned:fine"\n[providers.canned]\nkind = "scripted"\n')
     line = one_error_line(dsh("config", "--dump", env={"DSH_MODEL": "no-colon"}))

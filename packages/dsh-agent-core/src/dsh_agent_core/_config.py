@@ -272,6 +272,7 @@ def load_config(
             )
         data = _merge(data, chosen_profile)
     if environ.get("DSH_MODEL"):
+        parse_route(environ["DSH_MODEL"], where="$DSH_MODEL")  # name the variable, not the file
         data["model"] = environ["DSH_MODEL"]
     if overrides:
         data = _merge(data, overrides)

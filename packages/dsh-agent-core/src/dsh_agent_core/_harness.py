@@ -307,16 +307,18 @@ class Harness:
     async def status(self, recent_n: int = 50) -> list[SessionStatusRow]:
         """The ``recent_n`` most recently updated sessions, live ones merged in (live wins)."""
         snapshots = {s.id: s for s in await self.sessions()}
-        rows: dict[str, tuple[int, SessionStatusRow | None]] = {}
+        rows: dict[str, tuple[int, bool, SessionStatusRow | None]] = {}
         for snapshot in snapshots.values():
-            rows[snapshot.id] = (snapshot.updated_at or 0, None)
+            rows[snapshot.id] = (snapshot.updated_at or 0, False, None)
         for agent in self.live():
             events = agent.session.events
             live_row = self._live_row(agent, snapshots.get(agent.id))
-            rows[agent.id] = (events[-1].time if len(events) else 0, live_row)
-        chosen = sorted(rows.items(), key=lambda item: (item[1][0], item[0]), reverse=True)
+            updated = events[-1].time if len(events) else agent.session.header.created_at
+            rows[agent.id] = (updated, True, live_row)
+        # most recent first; in the same millisecond a live agent comes before a stored one
+        chosen = sorted(rows.items(), key=lambda item: (*item[1][:2], item[0]), reverse=True)
         result: list[SessionStatusRow] = []
-        for session_id, (_, found) in chosen[:recent_n]:
+        for session_id, (_, _, found) in chosen[:recent_n]:
             row = found
             if row is None:
                 snapshot = snapshots[session_id]

@@ -100,6 +100,7 @@ async def run(
                 harness.check_route(model)
             agent = await harness.resume(resume_id, model=model)
         else:
+            harness.loop(preset)  # an unknown preset is the error to report, before any route
             settings = harness.config.presets.get(preset) if preset is not None else None
             harness.check_route(model or (settings.model if settings is not None else None))
             agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
