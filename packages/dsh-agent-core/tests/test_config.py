@@ -149,3 +149,13 @@ def test_the_readme_config_example_loads(tmp_path: Path) -> None:
     assert config.model == "local:qwen2.5-coder"
     assert config.presets["reviewer"].tools == ("bash", "session_status")
     assert config.provider("local") is not None
+
+
+def test_a_configured_builtin_provider_keeps_what_it_does_not_set(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[providers.deepseek]\nbase_url = "http://127.0.0.1:9/v1"\n'
+    )
+    provider = load_config(env={"DSH_HOME": str(tmp_path)}).provider("deepseek")
+    assert provider is not None
+    assert provider.base_url == "http://127.0.0.1:9/v1"
+    assert provider.api_key_env == "DEEPSEEK_API_KEY"

@@ -163,8 +163,15 @@ class Config(BaseModel):
         return route
 
     def provider(self, name: str) -> ProviderConfig | None:
-        """The provider named ``name``: configured, else built in."""
-        return self.providers.get(name) or BUILTIN_PROVIDERS.get(name)
+        """The provider named ``name``: a built-in one with what the config sets for it laid
+        over it (``[providers.deepseek] base_url = ...`` keeps ``DEEPSEEK_API_KEY``), else the
+        configured one."""
+        configured = self.providers.get(name)
+        builtin = BUILTIN_PROVIDERS.get(name)
+        if configured is None or builtin is None:
+            return configured or builtin
+        changes = {field: getattr(configured, field) for field in configured.model_fields_set}
+        return builtin.model_copy(update=changes)
 
     def provider_names(self) -> list[str]:
         """Every provider this config can route to."""
@@ -188,10 +195,11 @@ class Config(BaseModel):
             persistence["root"] = str(home / name)
         if persistence["backend"] == "sqlite" and persistence["path"] is None:
             persistence["path"] = str(home / "sessions.sqlite3")
-        providers = {
-            name: BUILTIN_PROVIDERS[name].model_dump(mode="json") for name in BUILTIN_PROVIDERS
-        }
-        providers.update(data["providers"])
+        providers: dict[str, Any] = {}
+        for name in self.provider_names():
+            provider = self.provider(name)
+            assert provider is not None
+            providers[name] = provider.model_dump(mode="json")
         for provider in providers.values():
             variable = provider.get("api_key_env")
             provider["api_key"] = (
