@@ -91,6 +91,18 @@ class MemoryHandle:
         self._check("append")
         if not events:
             return
+        gate = self._backend.append_gate
+        if gate is not None:  # like a real backend: a started write finishes even if cancelled
+            await asyncio.shield(self._gated_append(list(events), gate))
+            return
+        self._store(events)
+
+    async def _gated_append(self, events: list[SessionEvent], gate: asyncio.Event) -> None:
+        self._backend.append_entered.set()
+        await gate.wait()
+        self._store(events)
+
+    def _store(self, events: Sequence[SessionEvent]) -> None:
         if events[0].seq != len(self._stored.events):
             raise ValueError(f"append at {events[0].seq}, next is {len(self._stored.events)}")
         for event in events:
@@ -134,6 +146,9 @@ class MemoryPersistence:
     def __init__(self) -> None:
         self.sessions: dict[str, Stored] = {}
         self.fail_flushes = False
+        self.append_gate: asyncio.Event | None = None
+        """When set, every append waits for this event (and finishes even if cancelled)."""
+        self.append_entered = asyncio.Event()
         self.flush_calls = 0
         self.appends = 0
 

@@ -16,6 +16,7 @@ from dsh_agent_loop import (
     AgentLoop,
     DuplicateAgentError,
     FlushPolicy,
+    LoggedConfigError,
     PersistenceNotConfiguredError,
     ResumeOptionsError,
     RetryPolicy,
@@ -439,3 +440,79 @@ async def test_resume_and_fork_keep_the_system_prompt_the_log_last_sent(
     child.followup("c")
     await child.wait_idle()
     assert [request.system for request in model.requests] == ["Be brief."] * 3
+
+
+async def test_a_cancel_during_an_append_never_sends_the_batch_twice(
+    make_loop: MakeLoop, memory: MemoryPersistence
+) -> None:
+    model = ScriptedModel([text_response("never asked"), text_response("second turn")])
+    loop = make_loop(model, persistence=memory)
+    agent = await loop.create("s1", options=OPTIONS)
+    memory.append_gate = asyncio.Event()
+    agent.followup("first")
+    await memory.append_entered.wait()  # the before-request flush is appending
+    agent.cancel()
+    memory.append_gate.set()  # the started write completes after the cancel
+    await agent.wait_idle()
+    assert data(agent.session.events[-1])["reason"]["kind"] == "aborted"
+    agent.followup("again")
+    await agent.wait_idle()
+    assert data(agent.session.events[-1])["reason"] == {"kind": "completed"}
+    await agent.aclose()
+    stored = memory.sessions["s1"].events
+    assert [encode_event(e) for e in stored] == [encode_event(e) for e in agent.session.events]
+
+
+async def test_a_checkpoint_policy_that_raises_fails_the_tool_closed(make_loop: MakeLoop) -> None:
+    class Broken:
+        async def checkpoint(self, point: str, agent: Any, flush: Any) -> None:
+            if point == "before-tool":
+                raise ValueError("policy bug")
+
+    memory = MemoryPersistence()
+    model = ScriptedModel([tool_call_response(("c1", "echo", echo_args("a"))), text_response("x")])
+    loop = make_loop(model, persistence=memory, checkpoints=Broken())
+    agent = await loop.create("s1", options=OPTIONS)
+    agent.followup("go")
+    await agent.wait_idle()
+    result = of_type(agent.session.events, "tool/result")[0]
+    assert data(result)["error"]["code"] == "CHECKPOINT_FAILED"
+    assert "policy bug" in data(result)["content"][0]["text"]
+    assert data(agent.session.events[-1])["reason"]["error"]["code"] == "CHECKPOINT_FAILED"
+
+
+async def test_a_steer_that_meets_the_step_limit_runs_in_the_next_turn(
+    make_loop: MakeLoop, echo: EchoTool
+) -> None:
+    model = ScriptedModel(
+        [
+            tool_call_response(("c1", "echo", echo_args("slow", wait=True))),
+            text_response("the steer, answered"),
+        ]
+    )
+    loop = make_loop(model, max_steps_per_turn=1)
+    agent = await loop.create("s1", options=OPTIONS)
+    agent.followup("go")
+    await echo.started.wait()
+    agent.steer("do not lose me")
+    echo.release.set()
+    await agent.wait_idle()
+    ends = [data(e)["reason"] for e in of_type(agent.session.events, "turn/end")]
+    assert ends[0]["error"]["code"] == "MAX_STEPS"
+    assert ends[1] == {"kind": "completed"}
+    texts = [data(e)["content"][0]["text"] for e in of_type(agent.session.events, "user/message")]
+    assert texts == ["go", "do not lose me"]
+
+
+async def test_a_logged_config_that_cannot_be_used_is_named_on_resume(
+    make_loop: MakeLoop, memory: MemoryPersistence
+) -> None:
+    loop = make_loop(ScriptedModel([]), persistence=memory)
+    agent = await loop.create("s1", options=OPTIONS)
+    agent.session.append("turn/start", {"turn": 1})
+    config = {"provider": "scripted", "model": "demo", "temperature": "0.2"}
+    agent.session.append("request/header", {"header": {"config": config}, "reason": "initial"})
+    agent.session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    await agent.aclose()
+    with pytest.raises(LoggedConfigError, match=r"'s1'.*temperature"):
+        await loop.resume("s1")

@@ -5,9 +5,9 @@ from __future__ import annotations
 __all__ = [
     "AgentLoopError",
     "AgentNotFoundError",
-    "AgentRunningError",
     "CheckpointError",
     "DuplicateAgentError",
+    "LoggedConfigError",
     "LoopClosedError",
     "NoModelError",
     "PersistenceNotConfiguredError",
@@ -60,10 +60,14 @@ class AgentNotFoundError(AgentLoopError):
         super().__init__(session_id, "no live agent and no stored session has this id")
 
 
-class AgentRunningError(AgentLoopError):
-    """The operation needs the agent idle (for example forking a live agent mid-turn)."""
+class LoggedConfigError(AgentLoopError):
+    """The log's last ``request/header`` holds a config this loop cannot continue from."""
 
-    code = "AGENT_RUNNING"
+    code = "LOGGED_CONFIG"
+
+    def __init__(self, session_id: str, seq: int | None, problem: str) -> None:
+        where = "its last request/header" if seq is None else f"request/header seq {seq}"
+        super().__init__(session_id, f"{where} has a config that cannot be used: {problem}")
 
 
 class ResumeOptionsError(AgentLoopError):

@@ -74,9 +74,29 @@ class Journal:
         async with self._lock:
             while self._pending:
                 batch = self._pending[:]
-                await self._handle.append(batch)
+                await self._append_whole(batch)
                 del self._pending[: len(batch)]
             self._failure = None
+
+    async def _append_whole(self, batch: list[SessionEvent]) -> None:
+        """Append ``batch``; a cancel never splits "appended" from "accounted for".
+
+        Backends finish a write they started even when the caller is cancelled, so the append
+        runs as its own task and is waited for to the end; only then does the cancel go on (the
+        batch counted as stored when the append succeeded, so it is never sent twice).
+        """
+        append = asyncio.ensure_future(self._handle.append(batch))
+        cancelled = False
+        while not append.done():
+            try:
+                await asyncio.shield(append)
+            except asyncio.CancelledError:
+                cancelled = True
+        if cancelled:
+            if not append.cancelled() and append.exception() is None:
+                del self._pending[: len(batch)]
+            raise asyncio.CancelledError
+        append.result()
 
     async def flush(self) -> None:
         """Append everything committed so far, then make it durable; raises

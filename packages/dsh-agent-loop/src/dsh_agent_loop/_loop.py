@@ -15,7 +15,6 @@ from dsh_agent import (
     AgentOptions,
     CheckpointPolicy,
     Extensions,
-    RequestConfig,
     RequestErrorListener,
     SessionStartSource,
 )
@@ -29,6 +28,7 @@ from dsh_agent_loop._errors import (
     ResumeOptionsError,
 )
 from dsh_agent_loop._journal import Journal
+from dsh_agent_loop._requests import logged_config
 from dsh_agent_loop._retry import RetryPolicy
 from dsh_llm import Model
 from dsh_persistence import SessionHandle, SessionPersistence
@@ -49,10 +49,9 @@ _DEFAULT: Any = object()
 def _options_from_log(session: Session, given: AgentOptions | None) -> AgentOptions:
     if given is not None:
         return given
-    header = session.request_header
-    if header is None:
+    config = logged_config(session)
+    if config is None:
         raise ResumeOptionsError(session.id)
-    config = RequestConfig.from_wire(header.config)
     return AgentOptions(
         provider=config.provider,
         model=config.model,

@@ -12,7 +12,10 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from dsh_agent import Extensions, RequestConfig, StepContext
+from dsh_agent_loop._errors import LoggedConfigError
 from dsh_llm import Message, ModelRequest, Sampling, ToolSchema
 from dsh_session import EpochHeader, Session
 
@@ -48,6 +51,20 @@ def model_request(
     return request.model_copy(update={"messages": list(messages)})
 
 
+def logged_config(session: Session) -> RequestConfig | None:
+    """The config of the log's last ``request/header`` (``None``: there is none); raises
+    :class:`LoggedConfigError` naming the session when it cannot be used."""
+    header = session.request_header
+    if header is None:
+        return None
+    try:
+        return RequestConfig.from_wire(header.config)
+    except ValidationError as error:
+        problem = error.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise LoggedConfigError(session.id, None, f"{where}: {problem['msg']}") from None
+
+
 class RequestBuilder:
     """Builds the requests of one loop instance over one session.
 
@@ -68,6 +85,8 @@ class RequestBuilder:
         self._system = system or None
         self._extensions = extensions
         self._first = True
+        self._last_key: tuple[Any, ...] | None = None
+        self._last_folded: EpochHeader | None = None
 
     async def build(
         self,
@@ -81,7 +100,7 @@ class RequestBuilder:
         folded = session.request_header
         config = self._seed
         if not self._first and folded is not None:
-            config = RequestConfig.from_wire(folded.config)
+            config = logged_config(session) or config
         for listener in self._extensions.request:
             replaced: Any = listener(context, config)
             if inspect.isawaitable(replaced):
@@ -93,17 +112,25 @@ class RequestBuilder:
                         "RequestConfig or None"
                     )
                 config = replaced
-        header = EpochHeader(
-            config=config.to_wire(),
-            system=self._system,
-            tools=[tool.to_wire() for tool in tools] or None,
-            message_prefix=[message.to_wire() for message in prefix] or None,
-        ).canonical()
-        if self._first:
-            reason = "initial" if folded is None else "resume"
-            session.append("request/header", {"header": header.to_wire(), "reason": reason})
-        elif folded is None or header != folded:
-            session.append("request/header", {"header": header.to_wire(), "reason": "change"})
+        # the same config, system, tool schemas and (frozen) prefix as the request before, and
+        # no other header logged since: nothing to build or compare (a large prefix would cost
+        # a full canonical dump per step otherwise)
+        key = (config, tuple(id(tool) for tool in tools), id(prefix))
+        unchanged = not self._first and key == self._last_key and folded is self._last_folded
+        if not unchanged:
+            header = EpochHeader(
+                config=config.to_wire(),
+                system=self._system,
+                tools=[tool.to_wire() for tool in tools] or None,
+                message_prefix=[message.to_wire() for message in prefix] or None,
+            ).canonical()
+            if self._first:
+                reason = "initial" if folded is None else "resume"
+                session.append("request/header", {"header": header.to_wire(), "reason": reason})
+            elif folded is None or header != folded:
+                session.append("request/header", {"header": header.to_wire(), "reason": "change"})
+            self._last_key = key
+            self._last_folded = session.request_header
         self._first = False
         route = session.request_context
         if (

@@ -104,10 +104,15 @@ class ToolBatch:
         self._log_call(index)
         try:
             await self._checkpoint()
-        except CheckpointError as error:
-            self._failure = error
+        except Exception as error:  # any failing policy fails closed: the body does not run
+            failure = (
+                error
+                if isinstance(error, CheckpointError)
+                else CheckpointError(self._session.id, error)
+            )
+            self._failure = failure
             self._results[index] = skipped_result(
-                "CHECKPOINT_FAILED", f"tool call not run: {error}"
+                "CHECKPOINT_FAILED", f"tool call not run: {failure}"
             )
             return
         except asyncio.CancelledError:
@@ -160,14 +165,17 @@ class ToolBatch:
         when the turn was cancelled, and :class:`CheckpointError` when a checkpoint failed."""
         running: set[asyncio.Task[None]] = set()
         cancelled = False
+        internal: Exception | None = None
         try:
             await self._run_all(running)
         except asyncio.CancelledError:
             cancelled = True
+        except Exception as error:  # a scheduler bug: stop, drain, still give every call a result
+            internal = error
+        if running:
             for task in running:
                 task.cancel()
-            if running:
-                await asyncio.wait(running)
+            await asyncio.wait(running)
         for index in range(self._committed, self._started):  # started, but cancelled early
             if self._call_seqs[index] is None:
                 self._log_call(index)
@@ -183,5 +191,7 @@ class ToolBatch:
             self._skip_from(self._started, result)
         if cancelled:
             raise asyncio.CancelledError
+        if internal is not None:
+            raise internal
         if self._failure is not None:
             raise self._failure

@@ -226,6 +226,20 @@ async def run_turn(agent: LoopAgent) -> None:
         first = True
         ended: dict[str, Any] | None = None
         while True:
+            if (
+                not first
+                and runtime.max_steps_per_turn is not None
+                and step >= runtime.max_steps_per_turn
+            ):  # checked before claiming: a queued steer waits for the next turn
+                limit = runtime.max_steps_per_turn
+                reason = {
+                    "kind": "error",
+                    "error": {
+                        "message": f"the turn stopped after {limit} steps (max_steps_per_turn)",
+                        "code": "MAX_STEPS",
+                    },
+                }
+                break
             claimed = agent.inbox.claim(first_step=first)  # claimed messages are never re-queued
             await agent.session_prefix()
             decision = await _pre_step(agent, StepContext(agent, turn, step + 1), claimed)
@@ -240,16 +254,6 @@ async def run_turn(agent: LoopAgent) -> None:
                 reason = ended
                 break
             first = False
-            if runtime.max_steps_per_turn is not None and step >= runtime.max_steps_per_turn:
-                limit = runtime.max_steps_per_turn
-                reason = {
-                    "kind": "error",
-                    "error": {
-                        "message": f"the turn stopped after {limit} steps (max_steps_per_turn)",
-                        "code": "MAX_STEPS",
-                    },
-                }
-                break
             step += 1
             session.append("step/start", {"turn": turn, "step": step})
             try:
