@@ -270,3 +270,23 @@ async def test_a_fork_of_a_stored_session_continues_its_turns(tmp_path: Path) ->
         ]
         assert turns == [1, 2]
         assert (await harness.status_of("child")).session_path is not None
+
+
+async def test_children_stop_at_the_delegation_depth(tmp_path: Path) -> None:
+    from dsh_agent_core import DshError
+
+    async with compose(configured(tmp_path, "max_delegation_depth = 1\n")) as harness:
+        parent = await harness.create(model="scripted:m", cwd=tmp_path)
+        child = await harness.create(parent=parent)
+        assert child.session.header.delegation_depth == 1
+        with pytest.raises(DshError, match="max_delegation_depth = 1"):
+            await harness.create(parent=child)
+
+
+async def test_a_closed_harness_starts_nothing(tmp_path: Path) -> None:
+    from dsh_agent_core import DshError
+
+    harness = compose(configured(tmp_path))
+    await harness.aclose()
+    with pytest.raises(DshError, match="closed"):
+        await harness.create(model="scripted:m", cwd=tmp_path)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from dsh_agent_core._errors import ConfigError
 from dsh_paths import DshHomeError, resolve_dsh_home
@@ -147,6 +147,8 @@ class Config(BaseModel):
     system: str | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     max_steps_per_turn: int | None = Field(default=None, gt=0)
+    max_delegation_depth: int = Field(default=5, ge=0)
+    """How deep ``session_create`` children may nest (a child of depth 5 creates none)."""
     persistence: PersistenceConfig = Field(default_factory=PersistenceConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     presets: dict[str, PresetConfig] = Field(default_factory=dict)
@@ -155,6 +157,7 @@ class Config(BaseModel):
     profile: str | None = None
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
+    _env: Mapping[str, str] | None = PrivateAttr(default=None)
 
     @field_validator("model")
     @classmethod
@@ -202,8 +205,9 @@ class Config(BaseModel):
             providers[name] = provider.model_dump(mode="json")
         for provider in providers.values():
             variable = provider.get("api_key_env")
+            environ = self._env if self._env is not None else os.environ
             provider["api_key"] = (
-                None if variable is None else ("***" if os.environ.get(variable) else "(not set)")
+                None if variable is None else ("***" if environ.get(variable) else "(not set)")
             )
         data["providers"] = providers
         return data
@@ -296,7 +300,9 @@ def load_config(
     data["profile"] = profile
     data["source"] = None if source == "defaults" else source
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
+        config._env = environ  # the dump says whether keys are set in this environment
+        return config
     except ValidationError as error:
         raise _validation_error(source, error) from None
     except ConfigError as error:

@@ -114,6 +114,8 @@ class Harness:
 
     def loop(self, preset: str | None = None) -> AgentLoop:
         """The agent loop of ``preset`` (its tool set); built on first use."""
+        if self._closed:
+            raise DshError("the harness is closed; it starts no more agents")
         if preset is not None and preset not in self.config.presets:
             raise UnknownPresetError(preset, sorted(self.config.presets))
         loop = self._loops.get(preset)
@@ -207,6 +209,11 @@ class Harness:
         depth = None
         if parent is not None:
             depth = (parent.session.header.delegation_depth or 0) + 1
+            if depth > self.config.max_delegation_depth:
+                raise DshError(
+                    f"session {parent.id!r} is at delegation depth {depth - 1}; a child would "
+                    f"pass max_delegation_depth = {self.config.max_delegation_depth}"
+                )
         agent = await loop.create(
             session_id,
             options=self.options(route, reasoning_effort=reasoning_effort),
@@ -217,10 +224,20 @@ class Harness:
             delegation_depth=depth,
             agent_preset=preset,
         )
-        await agent.flush()  # stored at once: listed, and its log path exists
+        await self._store_at_once(agent)
         if prompt is not None:
             agent.followup(prompt)
         return agent
+
+    async def _store_at_once(self, agent: LoopAgent) -> None:
+        """Make a new session durable now (listed, its log path exists); an agent whose
+        session cannot be stored is closed, not left live."""
+        try:
+            await agent.flush()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await agent.aclose()
+            raise
 
     async def resume(self, session_id: str, *, model: str | None = None) -> LoopAgent:
         """The live agent of ``session_id``, or its stored session resumed (its preset and, unless
@@ -259,7 +276,7 @@ class Harness:
             session_id=session_id,
             boundary=boundary,
         )
-        await agent.flush()
+        await self._store_at_once(agent)
         if prompt is not None:
             agent.followup(prompt)
         return agent
@@ -352,12 +369,10 @@ class Harness:
             return
         self._closed = True
         self._notices.dispose()
-        failures: list[BaseException] = []
-        for loop in self._loops.values():
-            try:
-                await loop.aclose()
-            except Exception as error:
-                failures.append(error)
+        loops = await asyncio.gather(
+            *(loop.aclose() for loop in list(self._loops.values())), return_exceptions=True
+        )
+        failures: list[BaseException] = [r for r in loops if isinstance(r, BaseException)]
         results = await asyncio.gather(
             self.jobs.aclose(),
             *(model.aclose() for model in self._provider_models.values()),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Sequence
@@ -116,6 +117,6 @@ class SkillCatalog:
 
     async def __call__(self, agent: Agent, next_: PrefixNext) -> Sequence[Message]:
         """Prepend the catalog (when there are skills) to what later listeners compose."""
-        skills = discover_skills(*self.roots(agent.cwd))
+        skills = await asyncio.to_thread(discover_skills, *self.roots(agent.cwd))
         later = await next_()
         return [self.message(skills), *later] if skills else list(later)

@@ -20,8 +20,8 @@ def fallback_title(text: str) -> str:
     return " ".join(words)[:80]
 
 
-def _first_prompt(session: Session) -> tuple[int, str] | None:
-    for event in session.events:
+def _first_prompt(session: Session, start: int = 0) -> tuple[int, str] | None:
+    for event in session.events[start:]:
         if event.type != "user/message":
             continue
         data: Any = event.data
@@ -57,6 +57,7 @@ class FallbackTitles:
 
     def __init__(self) -> None:
         self._settled: weakref.WeakSet[Session] = weakref.WeakSet()
+        self._scanned: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
 
     def __call__(self, step: StepContext, config: RequestConfig) -> None:
         """Title the session if it has no title yet."""
@@ -66,8 +67,9 @@ class FallbackTitles:
         if session.title is not None:
             self._settled.add(session)
             return
-        prompt = _first_prompt(session)
-        if prompt is None:
+        prompt = _first_prompt(session, self._scanned.get(session, 0))
+        if prompt is None:  # no user prompt yet: look only at newer events next time
+            self._scanned[session] = session.next_seq
             return
         seq, text = prompt
         session.append(
