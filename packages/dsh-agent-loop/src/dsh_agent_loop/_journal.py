@@ -55,11 +55,12 @@ class Journal:
             self._wake.set()
 
     async def _run(self) -> None:
-        while True:
+        while not self._closed:
             await self._wake.wait()
+            await asyncio.sleep(0)  # let a burst (a streamed answer) commit: one append for it
             self._wake.clear()
-            try:
-                await self._append_pending()
+            try:  # the pump is never cancelled (close stops it), so it appends plainly
+                await self._append_pending(protected=False)
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # kept for the next flush, which raises it
@@ -70,11 +71,17 @@ class Journal:
                     error,
                 )
 
-    async def _append_pending(self) -> None:
+    async def _append_pending(self, *, protected: bool = True) -> None:
+        if not self._pending:  # nothing queued, nothing in flight (a batch leaves when stored)
+            self._failure = None
+            return
         async with self._lock:
             while self._pending:
                 batch = self._pending[:]
-                await self._append_whole(batch)
+                if protected:  # the caller may be cancelled: see _append_whole
+                    await self._append_whole(batch)
+                else:
+                    await self._handle.append(batch)
                 del self._pending[: len(batch)]
             self._failure = None
 
@@ -120,9 +127,9 @@ class Journal:
             return
         self._closed = True
         self._subscription.close()
-        self._pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._pump
+        self._wake.set()  # the pump finishes the append it is in, sees the close, and ends
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self._pump)
         failure: BaseException | None = None
         try:
             await self._append_pending()
