@@ -313,10 +313,14 @@ class Harness:
             return self._live_row(agent, snapshot)
         if snapshot is None:
             return SessionStatusRow(session_id=session_id, status="missing")
+        return await self._cold_row(snapshot)
+
+    async def _cold_row(self, snapshot: SessionSnapshot) -> SessionStatusRow:
+        """The row of a stored session no live agent holds."""
         return SessionStatusRow(
-            session_id=session_id,
+            session_id=snapshot.id,
             status="cold",
-            title=await self._title(session_id),
+            title=await self._title(snapshot.id),
             updated_at=iso_time(snapshot.updated_at),
             session_path=snapshot.plain_path,
         )
@@ -336,17 +340,9 @@ class Harness:
         chosen = sorted(rows.items(), key=lambda item: (*item[1][:2], item[0]), reverse=True)
         result: list[SessionStatusRow] = []
         for session_id, (_, _, found) in chosen[:recent_n]:
-            row = found
-            if row is None:
-                snapshot = snapshots[session_id]
-                row = SessionStatusRow(
-                    session_id=session_id,
-                    status="cold",
-                    title=await self._title(session_id),
-                    updated_at=iso_time(snapshot.updated_at),
-                    session_path=snapshot.plain_path,
-                )
-            result.append(row)
+            result.append(
+                found if found is not None else await self._cold_row(snapshots[session_id])
+            )
         return result
 
     # -- jobs -------------------------------------------------------------------------------

@@ -11,11 +11,10 @@ import click
 from rich.progress import Progress
 from rich.table import Table
 
-from dsh_agent_core._harness import build_persistence
+from dsh_agent_core._harness import build_persistence, compose
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
 from dsh_agent_core.cli._transcript import render_transcript
 from dsh_persistence import (
-    SessionPersistence,
     SessionPersistenceCorruptionError,
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
@@ -53,8 +52,6 @@ def _table(rows: list[dict[str, str | None]]) -> Table:
 @async_command
 async def list_command(state: State, limit: int, as_json: bool) -> None:
     """The most recently updated sessions, with status, title and log path."""
-    from dsh_agent_core._harness import compose
-
     async with compose(state.config()) as harness:
         rows = [row.to_json() for row in await harness.status(limit)]
     if as_json:
@@ -72,8 +69,6 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
 @async_command
 async def status_command(state: State, session_id: str, as_json: bool) -> None:
     """One session's status row (exit status 1 when it is missing)."""
-    from dsh_agent_core._harness import compose
-
     async with compose(state.config()) as harness:
         row = await harness.status_of(session_id)
     if as_json:
@@ -84,10 +79,6 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
         sys.exit(1)
 
 
-async def _open_backend(state: State) -> SessionPersistence:
-    return build_persistence(state.config())
-
-
 @sessions.command("show")
 @click.argument("session_id")
 @click.option("--raw", is_flag=True, help="Print the log itself (plain JSONL, from any backend).")
@@ -95,7 +86,7 @@ async def _open_backend(state: State) -> SessionPersistence:
 @async_command
 async def show_command(state: State, session_id: str, raw: bool) -> None:
     """A readable transcript of a session (or, with --raw, its log)."""
-    persistence = await _open_backend(state)
+    persistence = build_persistence(state.config())
     try:
         if raw:
             await export_session(persistence, session_id, sys.stdout.buffer)
@@ -121,7 +112,7 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
 async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
     """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
     into a zip of <session>.jsonl files."""
-    persistence = await _open_backend(state)
+    persistence = build_persistence(state.config())
     try:
         if len(session_ids) == 1:
             target = output if output is not None else sys.stdout.buffer
@@ -195,7 +186,7 @@ async def migrate_command(state: State, source: Path | None, dest: Path | None) 
 async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
     """Read every log (or the named ones) through the backend and report corruption by file
     and line. Exit status 1 when any log is damaged or missing."""
-    persistence = await _open_backend(state)
+    persistence = build_persistence(state.config())
     bad = 0
     try:
         ids = list(session_ids) or sorted(s.id for s in await persistence.list())
