@@ -16,6 +16,7 @@ from dsh_persistence import (
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
+    SessionStorageError,
 )
 
 ERRORS = [
@@ -27,6 +28,9 @@ ERRORS = [
     SessionOwnershipLostError("s-1", reason="lease expired"),
     SessionPersistenceCorruptionError("s-1", "bad json", artifact="/r/s.jsonl", line=7),
     SessionFormatUnsupportedError("s-1", "unknown type", event_type="x/y", artifact="/r/s.jsonl"),
+    SessionStorageError(
+        "s-1", operation="flush", reason="no space left on device", artifact="/r/s.jsonl", errno=28
+    ),
 ]
 
 
@@ -73,3 +77,11 @@ def test_owned_error_tells_what_to_do() -> None:
     message = str(SessionAlreadyOwnedError("s"))
     assert "already open for writing" in message
     assert "access='read'" in message
+
+
+def test_storage_error_names_operation_artifact_and_cause() -> None:
+    error = SessionStorageError(
+        "s", operation="append to", reason="read-only file system", artifact="/r/x.jsonl", errno=30
+    )
+    assert (error.operation, error.artifact, error.errno) == ("append to", "/r/x.jsonl", 30)
+    assert str(error) == "cannot append to session 's' (/r/x.jsonl): read-only file system"

@@ -20,8 +20,16 @@ from dsh_persistence import (
     format_version_refusal,
     materialize_append_batch,
     materialize_create_header,
+    refuse_reserved_type,
 )
-from dsh_session import SessionEvent, SessionHeader, decode_event, decode_header_line, encode_event
+from dsh_session import (
+    SessionEvent,
+    SessionHeader,
+    decode_event,
+    decode_header_line,
+    encode_event,
+    make_event,
+)
 
 
 def _header(session_id: str = "s", **extra: object) -> SessionHeader:
@@ -176,3 +184,11 @@ def test_write_open_vocabulary_accepts_known_plugin_and_ignorable_types() -> Non
     assert_writable_event("s", _event("permission/preset", 0, {"preset": "ask"}))
     assert_writable_event("s", _event("step/start", 0, {"turn": 1, "step": 1}))
     assert_writable_event("s", _event("mystery/event", 0, {}, ignorable=True))
+
+
+@pytest.mark.parametrize("row_type", ["text-chunks", "reasoning-chunks", "tool-call-chunks"])
+def test_a_packed_row_name_is_refused_as_an_event_type(row_type: str) -> None:
+    event = make_event(row_type, 0, 1000, {"x": 1}, ignorable=True)
+    with pytest.raises(ValueError, match="reserved for packed chunk rows"):
+        materialize_append_batch("s-1", [event])
+    refuse_reserved_type("s-1", 0, "text-delta")  # a chunk type itself is an ordinary name

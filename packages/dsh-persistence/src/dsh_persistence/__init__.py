@@ -17,6 +17,7 @@ from dsh_persistence._errors import (
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
+    SessionStorageError,
 )
 from dsh_persistence._export import export_session
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
@@ -33,6 +34,7 @@ from dsh_persistence._validation import (
     format_version_refusal,
     materialize_append_batch,
     materialize_create_header,
+    refuse_reserved_type,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "SessionPersistenceNotFoundError",
     "SessionReadOnlyError",
     "SessionSnapshot",
+    "SessionStorageError",
     "assert_contiguous",
     "assert_format_version",
     "assert_stored_id",
@@ -62,4 +65,5 @@ __all__ = [
     "format_version_refusal",
     "materialize_append_batch",
     "materialize_create_header",
+    "refuse_reserved_type",
 ]

@@ -1,4 +1,4 @@
-"""The consumer-visible errors of the persistence seam: one base, eight facts-carrying classes."""
+"""The consumer-visible errors of the persistence seam: one base, nine facts-carrying classes."""
 
 from __future__ import annotations
 
@@ -164,4 +164,38 @@ class SessionFormatUnsupportedError(SessionPersistenceError):
             "artifact": artifact,
             "version": version,
             "event_type": event_type,
+        }
+
+
+class SessionStorageError(SessionPersistenceError):
+    """The storage refused an operation: a full disk, a read-only filesystem, a database locked
+    past its timeout, an artifact that cannot be opened. Names the session, the operation and
+    the artifact; what was committed before stays committed, and the same call may succeed once
+    the cause is gone (free space, release the lock)."""
+
+    operation: str
+    reason: str
+    artifact: str | None
+    errno: int | None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        operation: str,
+        reason: str,
+        artifact: str | None = None,
+        errno: int | None = None,
+    ) -> None:
+        where = f" ({artifact})" if artifact else ""
+        super().__init__(session_id, f"cannot {operation} session {session_id!r}{where}: {reason}")
+        self.operation = operation
+        self.reason = reason
+        self.artifact = artifact
+        self.errno = errno
+        self._init_kwargs = {
+            "operation": operation,
+            "reason": reason,
+            "artifact": artifact,
+            "errno": errno,
         }

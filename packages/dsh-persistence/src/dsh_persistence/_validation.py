@@ -15,6 +15,7 @@ from dsh_persistence._errors import (
     SessionPersistenceCorruptionError,
 )
 from dsh_session import (
+    ROW_TYPES,
     SESSION_FORMAT_VERSION,
     HeaderDecodeError,
     LosslessJsonError,
@@ -212,6 +213,22 @@ class AppendBatch:
 _set = object.__setattr__
 
 
+def refuse_reserved_type(session_id: str, index: int, event_type: object) -> None:
+    """Raise ``ValueError`` when ``event_type`` names a packed chunk row (``text-chunks``,
+    ``reasoning-chunks``, ``tool-call-chunks``).
+
+    Those names are the physical rows of a packed log, not events: a stored event under one of
+    them would be read back as a malformed packed row, so no backend may accept one, even marked
+    ``ignorable``. ``materialize_append_batch`` calls this; a backend that encodes its own batch
+    calls it for each event.
+    """
+    if isinstance(event_type, str) and event_type in ROW_TYPES:
+        raise ValueError(
+            f"session {session_id!r}: event at index {index} has type {event_type!r}, which is "
+            "reserved for packed chunk rows and cannot be stored as an event"
+        )
+
+
 def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) -> AppendBatch:
     """Snapshot a batch losslessly before it is queued or stored.
 
@@ -219,7 +236,8 @@ def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) ->
     stored lines are detached from the caller's objects (later mutation cannot reach them) and
     decode to what a read will return: ``batch.events`` (decoded on first access). Anything that
     is not a losslessly JSON-serializable event raises ``TypeError`` (the message says "not
-    losslessly JSON-serializable" for bad data). Contiguity is checked separately
+    losslessly JSON-serializable" for bad data); a reserved packed-row type raises ``ValueError``
+    (``refuse_reserved_type``). Contiguity is checked separately
     (``assert_contiguous``).
     """
     given: object = events
@@ -227,6 +245,7 @@ def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) ->
         raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
     lines: list[bytes] = []
     for index, event in enumerate(events):
+        refuse_reserved_type(session_id, index, getattr(event, "type", None))
         try:
             line = encode_event(event)
         except LosslessJsonError as error:
