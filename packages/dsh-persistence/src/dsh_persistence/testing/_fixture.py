@@ -13,6 +13,7 @@ REOPEN = "reopen"
 CROSS_PROCESS = "cross_process"
 CORRUPT_TAIL = "corrupt_tail"
 PLAIN_PATH = "plain_path"
+DAMAGE_EVENT = "damage_event"
 
 CAPABILITIES: dict[str, str] = {
     REOPEN: "a second instance() over the same storage sees what the first made durable, like "
@@ -22,6 +23,9 @@ CAPABILITIES: dict[str, str] = {
     "killed (needs reopen)",
     CORRUPT_TAIL: "the corrupt_tail(session_id) hook appends a torn record after the committed "
     "log of a closed session (needs reopen)",
+    DAMAGE_EVENT: "the damage_event(session_id, seq) hook spoils the stored record of one "
+    "flushed event of a closed session in place (it no longer decodes) and leaves every other "
+    "record intact, as a bad disk would (needs reopen)",
     PLAIN_PATH: "snapshots of materialized sessions carry plain_path, a plain JSONL file whose "
     "bytes equal export_session's output",
 }
@@ -44,6 +48,9 @@ class PersistenceFixture:
       undeclared one is skipped with that reason, and nothing else skips;
     - ``corrupt_tail(session_id)``: with ``corrupt_tail``, append a torn record (half a line,
       half a frame) after the committed log of a closed session, out of band;
+    - ``damage_event(session_id, seq)``: with ``damage_event``, spoil the stored record holding
+      event ``seq`` of a closed session in place, out of band (a flipped byte, a line that is no
+      longer JSON, a row that no longer decodes), leaving the records before and after intact;
     - ``child_factory`` and ``child_args``: with ``cross_process``, ``"module:function"`` (or
       ``"/path/to/file.py:function"``) called in a child process as ``function(child_args)``
       (sync or async; ``child_args`` must be JSON-serializable) to rebuild an instance over the
@@ -54,6 +61,7 @@ class PersistenceFixture:
     factory: Callable[[], _Maybe]
     capabilities: frozenset[str] = frozenset()
     corrupt_tail: Callable[[str], _Maybe] | None = None
+    damage_event: Callable[[str, int], _Maybe] | None = None
     child_factory: str | None = None
     child_args: Any = None
     cleanup: Callable[[], _Maybe] | None = None
@@ -69,9 +77,11 @@ class PersistenceFixture:
             )
         if CORRUPT_TAIL in capabilities and self.corrupt_tail is None:
             raise ValueError("capability 'corrupt_tail' needs the corrupt_tail hook")
+        if DAMAGE_EVENT in capabilities and self.damage_event is None:
+            raise ValueError("capability 'damage_event' needs the damage_event hook")
         if CROSS_PROCESS in capabilities and not self.child_factory:
             raise ValueError("capability 'cross_process' needs child_factory ('module:function')")
-        for needs_reopen in (CROSS_PROCESS, CORRUPT_TAIL):
+        for needs_reopen in (CROSS_PROCESS, CORRUPT_TAIL, DAMAGE_EVENT):
             if needs_reopen in capabilities and REOPEN not in capabilities:
                 raise ValueError(f"capability {needs_reopen!r} needs 'reopen' too")
         if self.child_factory is not None and ":" not in self.child_factory:
@@ -89,6 +99,12 @@ class PersistenceFixture:
         if self.corrupt_tail is None:
             raise RuntimeError("this fixture has no corrupt_tail hook")
         await _resolve(self.corrupt_tail(session_id))
+
+    async def run_damage_event(self, session_id: str, seq: int) -> None:
+        """Run the ``damage_event`` hook."""
+        if self.damage_event is None:
+            raise RuntimeError("this fixture has no damage_event hook")
+        await _resolve(self.damage_event(session_id, seq))
 
     async def run_cleanup(self) -> None:
         """Run the ``cleanup`` hook, if any."""
