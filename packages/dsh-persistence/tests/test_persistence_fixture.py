@@ -8,7 +8,13 @@ from dsh_persistence.testing import CAPABILITIES, PersistenceFixture
 
 
 def test_known_capabilities_are_documented() -> None:
-    assert set(CAPABILITIES) == {"reopen", "cross_process", "corrupt_tail", "plain_path"}
+    assert set(CAPABILITIES) == {
+        "reopen",
+        "cross_process",
+        "corrupt_tail",
+        "damage_event",
+        "plain_path",
+    }
     assert all(CAPABILITIES.values())
 
 
