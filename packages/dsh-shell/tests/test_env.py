@@ -79,6 +79,59 @@ def test_scrub_drops_managed_credential_and_startup_names_but_keeps_path() -> No
     assert scrub_parent_environment(parent) == {"PATH": "/bin", "HOME": "/h"}
 
 
+CREDENTIAL_NAMES = [
+    "MY_PASSWD",
+    "passwd_file_contents",
+    "PGPASSWORD",
+    "PGPASSFILE",
+    "MYSQL_PWD",
+    "GITHUB_PAT",
+    "NPM_AUTH",
+    "AWS_CREDENTIALS",
+    "google_application_credential",
+    "COOKIE",
+    "SESSION_COOKIE",
+    "DATABASE_URL",
+    "database_url",
+]
+
+
+@pytest.mark.parametrize("name", CREDENTIAL_NAMES)
+def test_scrub_drops_credential_names_beyond_key_password_secret_token(name: str) -> None:
+    assert scrub_parent_environment({name: "secret", "PATH": "/bin"}) == {"PATH": "/bin"}
+
+
+@pytest.mark.parametrize("name", ["PATHNAME", "PATTERN", "AUTHOR", "MY_PATH", "PWD", "OLDPWD"])
+def test_scrub_keeps_names_that_only_resemble_a_credential_suffix(name: str) -> None:
+    assert scrub_parent_environment({name: "v"}) == {name: "v"}
+
+
+@pytest.mark.parametrize(
+    "name", ["BASH_FUNC_echo%%", "BASH_FUNC_ls()", "SHELLOPTS", "BASHOPTS", "bashopts"]
+)
+def test_scrub_drops_exported_functions_and_shell_options(name: str) -> None:
+    assert scrub_parent_environment({name: "() { printf hacked; }"}) == {}
+
+
+@pytest.mark.parametrize("name", ["http_proxy", "HTTPS_PROXY", "all_proxy", "Ftp_Proxy"])
+@pytest.mark.parametrize(
+    "value", ["http://user:pw@proxy:3128", "user:pw@proxy:3128", "socks5h://token@proxy"]
+)
+def test_scrub_drops_a_proxy_carrying_credentials(name: str, value: str) -> None:
+    assert scrub_parent_environment({name: value}) == {}
+
+
+@pytest.mark.parametrize("name", ["http_proxy", "HTTPS_PROXY", "no_proxy", "ALL_PROXY"])
+@pytest.mark.parametrize("value", ["http://proxy:3128", "proxy:3128", "localhost,.corp", ""])
+def test_scrub_keeps_a_proxy_without_credentials(name: str, value: str) -> None:
+    assert scrub_parent_environment({name: value}) == {name: value}
+
+
+def test_an_unrelated_value_with_an_at_sign_is_kept() -> None:
+    parent = {"EMAIL": "a:b@example.com", "GIT_AUTHOR_EMAIL": "me@example.com"}
+    assert scrub_parent_environment(parent) == parent
+
+
 def test_child_environment_layers_in_order_with_dsh_env_last() -> None:
     parent = {"PATH": "/bin", "TERM": "xterm-256color", "DSH_SESSION_ID": "stale"}
     child = compose_child_environment(

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,26 @@ def decode_returncode(code: int | None) -> tuple[int | None, str | None]:
 
 
 def check_workdir(workdir: Path) -> None:
-    """Raise `ShellWorkdirError` unless ``workdir`` is an existing directory."""
-    if not workdir.is_dir():
-        reason = "it does not exist" if not workdir.exists() else "it is not a directory"
-        raise ShellWorkdirError(workdir, reason)
+    """Raise `ShellWorkdirError` naming ``workdir`` unless this process can enter it.
+
+    Missing, not a directory, below a file or an unsearchable directory, or a directory this
+    process may not search (``chdir`` would fail): never a bare `OSError`.
+    """
+    try:
+        facts = workdir.stat()
+    except FileNotFoundError:
+        raise ShellWorkdirError(workdir, "it does not exist") from None
+    except NotADirectoryError:
+        raise ShellWorkdirError(workdir, "a part of its path is not a directory") from None
+    except OSError as error:
+        raise ShellWorkdirError(workdir, error.strerror or str(error)) from None
+    if not stat.S_ISDIR(facts.st_mode):
+        raise ShellWorkdirError(workdir, "it is not a directory")
+    if not _may_enter(workdir):
+        raise ShellWorkdirError(workdir, "permission denied: this process cannot enter it")
+
+
+def _may_enter(directory: Path) -> bool:
+    if os.access in os.supports_effective_ids:
+        return os.access(directory, os.X_OK, effective_ids=True)
+    return os.access(directory, os.X_OK)

@@ -29,16 +29,80 @@ async def env_inherited_dsh_keys_are_absent(ctx: ClauseContext) -> None:
     expect(not leaked, f"inherited managed names reached the child: {leaked}")
 
 
+_CREDENTIAL_NAMES = [
+    "CONTRACT_API_KEY",
+    "CONTRACT_PASSWORD",
+    "CONTRACT_SECRET",
+    "CONTRACT_TOKEN",
+    "CONTRACT_PASSWD",
+    "PGPASSWORD",
+    "MYSQL_PWD",
+    "CONTRACT_PAT",
+    "CONTRACT_AUTH",
+    "CONTRACT_CREDENTIALS",
+    "COOKIE",
+    "DATABASE_URL",
+]
+_PROXIES_WITH_CREDENTIALS = {
+    "http_proxy": "http://user:password@proxy.invalid:3128",
+    "HTTPS_PROXY": "user:password@proxy.invalid:3128",
+}
+_PROXIES_WITHOUT_CREDENTIALS = {
+    "all_proxy": "http://proxy.invalid:3128",
+    "NO_PROXY": "localhost,.invalid",
+}
+
+
 @clause(LOCAL_PROCESSES)
 async def env_credential_shaped_names_are_scrubbed(ctx: ClauseContext) -> None:
-    """Parent names containing KEY, PASSWORD, SECRET or TOKEN are not inherited; others are."""
-    names = ["CONTRACT_API_KEY", "CONTRACT_PASSWORD", "CONTRACT_SECRET", "CONTRACT_TOKEN"]
-    with ambient_environment({**dict.fromkeys(names, "leak"), "CONTRACT_PLAIN": "kept"}):
+    """Credential-shaped parent names and proxies with user:password@ are not inherited.
+
+    Names (any case) containing KEY, PASSWORD, PASSWD, SECRET, TOKEN, CREDENTIAL or COOKIE,
+    starting with PGPASS, ending in _PAT or _AUTH, MYSQL_PWD and DATABASE_URL; a proxy
+    variable without credentials and ordinary names are inherited.
+    """
+    ambient = {
+        **dict.fromkeys(_CREDENTIAL_NAMES, "leak"),
+        **_PROXIES_WITH_CREDENTIALS,
+        **_PROXIES_WITHOUT_CREDENTIALS,
+        "CONTRACT_PLAIN": "kept",
+    }
+    with ambient_environment(ambient):
         child = await _child_env(ctx)
-    leaked = sorted(name for name in names if name in child)
+    leaked = sorted(
+        name for name in [*_CREDENTIAL_NAMES, *_PROXIES_WITH_CREDENTIALS] if name in child
+    )
     expect(not leaked, f"credential-shaped names reached the child: {leaked}")
+    kept = {name: child.get(name) for name in _PROXIES_WITHOUT_CREDENTIALS}
+    expect(kept == _PROXIES_WITHOUT_CREDENTIALS, f"proxies without credentials were lost: {kept}")
     expect(child.get("CONTRACT_PLAIN") == "kept", "an ordinary parent variable was not inherited")
     expect(child.get("PATH") == os.environ.get("PATH"), "PATH was not inherited")
+
+
+@clause(LOCAL_PROCESSES)
+async def env_exported_functions_and_shell_options_are_scrubbed(ctx: ClauseContext) -> None:
+    """Exported bash functions (BASH_FUNC_*), SHELLOPTS and BASHOPTS are not inherited.
+
+    An inherited ``BASH_FUNC_echo%%`` would redefine ``echo`` in every command; an inherited
+    ``SHELLOPTS=xtrace`` would trace every command to stderr.
+    """
+    ambient = {
+        "BASH_FUNC_echo%%": "() { printf hacked; }",
+        "SHELLOPTS": "xtrace",
+        "BASHOPTS": "extglob",
+    }
+    with ambient_environment(ambient):
+        result = await ctx.run("echo ran; env")
+    expect(
+        result.stdout.text.startswith("ran\n"),
+        f"echo is not the builtin: {result.stdout.text[:80]!r}",
+    )
+    expect(
+        result.stderr.text == "", f"the shell ran with inherited options: {result.stderr.text!r}"
+    )
+    child = env_lines(result.stdout.text)
+    leaked = sorted(name for name in child if name in ambient or name.startswith("BASH_FUNC_"))
+    expect(not leaked, f"exported functions or shell options reached the child: {leaked}")
 
 
 @clause(LOCAL_PROCESSES)

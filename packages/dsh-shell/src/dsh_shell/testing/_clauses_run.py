@@ -5,10 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+from pathlib import Path
 
 from dsh_shell._errors import ShellCancelledError, ShellValueError, ShellWorkdirError
 from dsh_shell._request import ShellExecRequest
-from dsh_shell.testing._context import ClauseContext, expect, read_pids, real_path
+from dsh_shell.testing._context import (
+    ClauseContext,
+    ContractViolation,
+    expect,
+    read_pids,
+    real_path,
+)
 from dsh_shell.testing._fixture import LOCAL_PROCESSES
 from dsh_shell.testing._registry import ClauseGroup
 
@@ -70,13 +78,51 @@ async def cwd_override_is_used(ctx: ClauseContext) -> None:
 @clause()
 async def bad_workdir_raises(ctx: ClauseContext) -> None:
     """A workdir that does not exist raises ShellWorkdirError from resolve() or run()."""
-    missing = ctx.scratch / "does-not-exist"
+    await _expect_workdir_error(ctx, ctx.scratch / "does-not-exist")
+
+
+@clause(LOCAL_PROCESSES)
+async def unenterable_workdir_raises_naming_it(ctx: ClauseContext) -> None:
+    """A workdir the executor cannot enter raises ShellWorkdirError naming it, nothing else.
+
+    A regular file, a path through a regular file, and (unless this process may enter any
+    directory, as root does) a directory of mode 000 and a path below one.
+    """
+    regular = ctx.scratch / "regular-file"
+    regular.write_text("")
+    cases = [regular, regular / "below"]
+    locked = ctx.scratch / "locked"
+    (locked / "below").mkdir(parents=True)
+    locked.chmod(0)
     try:
-        await ctx.run("true", workdir=missing)
+        if not _can_search(locked):
+            cases += [locked, locked / "below"]
+        for workdir in cases:
+            await _expect_workdir_error(ctx, workdir)
+    finally:
+        locked.chmod(0o700)
+
+
+def _can_search(directory: Path) -> bool:
+    try:
+        os.stat(directory / "below")
+    except PermissionError:
+        return False
+    return True
+
+
+async def _expect_workdir_error(ctx: ClauseContext, workdir: Path) -> None:
+    try:
+        await ctx.run("true", workdir=workdir)
     except ShellWorkdirError as error:
-        expect(str(missing) in str(error), f"the error does not name the workdir: {error}")
+        expect(str(workdir) in str(error), f"the error does not name the workdir: {error}")
         return
-    raise AssertionError("a missing workdir did not raise ShellWorkdirError")
+    except Exception as error:
+        raise ContractViolation(
+            f"workdir {str(workdir)!r} raised {type(error).__name__} ({error}), "
+            "not ShellWorkdirError"
+        ) from None
+    raise ContractViolation(f"workdir {str(workdir)!r} did not raise ShellWorkdirError")
 
 
 @clause()
