@@ -13,8 +13,10 @@ import asyncio
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ import pytest
 
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
+from dsh_session import interrupted_turn_closers
 
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
@@ -41,6 +44,7 @@ def _load_sibling(name: str) -> Any:
 
 
 sse = _load_sibling("core_sse_server")
+tool_call_server = _load_sibling("tool_call_server")
 
 ZSTD_AND_SQLITE = """\
 [profiles.zstd.persistence]
@@ -528,3 +532,96 @@ def test_a_bad_dsh_model_names_the_variable(dsh: Dsh) -> None:
     dsh.config('model = "canned:fine"\n[providers.canned]\nkind = "scripted"\n')
     line = one_error_line(dsh("config", "--dump", env={"DSH_MODEL": "no-colon"}))
     assert "DSH_MODEL" in line
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its reaper is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> str:
+    """The content of ``path`` once it appears (written by rename, so whole), while ``process``
+    still runs. The deadline is a hang guard."""
+    deadline = time.monotonic() + TIMEOUT
+    while not path.exists():
+        assert process.poll() is None, f"dsh exited early with {process.returncode}"
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+    return path.read_text().strip()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_plus_signum(
+    dsh: Dsh, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """`dsh run` whose model runs `sleep 600` gets a real SIGTERM (or SIGHUP) while it sleeps:
+    the sleep is killed, the session log is complete (the turn closed by the loop's own cancel
+    events, nothing for a resume to repair), ownership is released, and dsh exits 128+signum."""
+    pid_file = tmp_path / "sleep.pid"
+    command = f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file} && exec sleep 600"
+    with tool_call_server.ToolCallServer(command) as server:
+        dsh.config(_provider_config(server.base_url))
+        with (tmp_path / "stdout").open("wb") as stdout, (tmp_path / "stderr").open("wb") as err:
+            process = subprocess.Popen(
+                [str(DSH), "run", "--model", "local:test-model", "Sleep for a while"],
+                cwd=dsh.cwd,
+                env=dsh.env({"LOCAL_LLM_KEY": SECRET}),
+                stdout=stdout,
+                stderr=err,
+            )
+            sleep_pid = None
+            try:
+                sleep_pid = int(_wait_for_file(pid_file, process))
+                assert _running(sleep_pid)
+                process.send_signal(signum)
+                returncode = process.wait(timeout=TIMEOUT)
+                survived = _running(sleep_pid)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+                if sleep_pid is not None and _running(sleep_pid):
+                    os.kill(sleep_pid, signal.SIGKILL)  # what the code under test failed to do
+    assert not survived
+    stderr = (tmp_path / "stderr").read_text()
+    assert returncode == 128 + signum, stderr
+    assert "Traceback" not in stderr
+
+    async def reopen() -> tuple[str, list[dict[str, Any]]]:
+        persistence = JsonlPersistence(dsh.home / "sessions-plain")
+        try:
+            (snapshot,) = await persistence.list()
+            async with await persistence.open(snapshot.id, "read") as handle:
+                events = list(await handle.read(0))
+            assert interrupted_turn_closers(events) == []  # balanced: nothing left to repair
+            async with await persistence.open(snapshot.id, "write"):
+                pass  # the dying process released its ownership
+            return snapshot.id, [json.loads(line) for line in _lines(snapshot.plain_path)]
+        finally:
+            await persistence.aclose()
+
+    session_id, records = asyncio.run(reopen())
+    assert records[0]["type"] == "session"
+    assert records[0]["id"] == session_id
+    kinds = [r["type"] for r in records[1:]]
+    assert kinds[0] == "turn/start"
+    assert kinds[-2:] == ["step/end", "turn/end"]
+    (call,) = [r for r in records if r["type"] == "tool/call"]
+    assert call["data"]["callId"] == "call-signal-1"
+    assert json.loads(call["data"]["arguments"])["command"] == command
+    (result,) = [r for r in records if r["type"] == "tool/result"]
+    assert result["data"]["callId"] == "call-signal-1"
+    assert result["data"]["isError"] is True
+    assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
+
+
+def _lines(path: str | None) -> list[str]:
+    assert path is not None
+    return Path(path).read_text(encoding="utf-8").splitlines()

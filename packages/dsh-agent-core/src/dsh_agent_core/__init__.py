@@ -7,6 +7,9 @@ command.
   under ``<DSH_HOME>/sessions-plain`` by default), the bash tool over the local executor with
   the managed ``DSH_*`` environment, background jobs, the session tools (``session_status``,
   ``session_create``), local skills in the session prefix, and models by provider.
+- ``shutdown_on_signals(harness)``: the harness closed when the block ends, and cleanly on
+  SIGTERM or SIGHUP (running commands killed, logs flushed and closed), then ``SystemExit(128 +
+  signum)``; the ``dsh`` command runs its agents inside it.
 - ``SessionStatusRow``: what ``session_status`` and ``dsh sessions`` report.
 """
 
@@ -27,6 +30,7 @@ from dsh_agent_core._errors import ConfigError, DshError, HomeConflictError, Unk
 from dsh_agent_core._harness import Harness, build_persistence, compose
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
 from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
+from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
 from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
 from dsh_agent_core._status import SessionStatus, SessionStatusRow
 from dsh_agent_core._titles import FallbackTitles, fallback_title
@@ -34,6 +38,7 @@ from dsh_agent_core._titles import FallbackTitles, fallback_title
 __all__ = [
     "BUILTIN_PROVIDERS",
     "CONFIG_FILE_NAME",
+    "SHUTDOWN_SIGNALS",
     "BashConfig",
     "Config",
     "ConfigError",
@@ -61,4 +66,5 @@ __all__ = [
     "fallback_title",
     "load_config",
     "parse_route",
+    "shutdown_on_signals",
 ]

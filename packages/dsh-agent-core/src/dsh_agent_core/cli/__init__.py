@@ -15,6 +15,7 @@ from rich.table import Table
 
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
 from dsh_agent_core._harness import Harness, compose
+from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core.cli._common import State, async_command, err, out
 from dsh_agent_core.cli._sessions import sessions
@@ -94,7 +95,7 @@ async def run(
     cwd: str | None,
 ) -> None:
     """Run one turn of an agent on PROMPT, streaming the answer and its tool calls."""
-    async with compose(state.config()) as harness:
+    async with shutdown_on_signals(compose(state.config())) as harness:
         if resume_id is not None:
             if model is not None:
                 harness.check_route(model)
@@ -121,7 +122,7 @@ async def demo(state: State, as_json: bool) -> None:
     """A keyless demo: a scripted model drives the real loop, real bash and real persistence
     under the configured home; prints the session's status row and log path."""
     config = state.config()
-    async with compose(config, models={"scripted": demo_model()}) as harness:
+    async with shutdown_on_signals(compose(config, models={"scripted": demo_model()})) as harness:
         agent = await harness.create(model="scripted:demo", cwd=os.getcwd())
         if not as_json:
             err.print(f"[bold]dsh demo[/bold] · session {agent.id}")
