@@ -29,7 +29,7 @@ from dsh_agent_core._config import (
 from dsh_agent_core._errors import ConfigError, DshError, HomeConflictError, UnknownPresetError
 from dsh_agent_core._harness import Harness, build_persistence, compose
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
-from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
+from dsh_agent_core._session_tools import SessionCreateTool, SessionHost, SessionStatusTool
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
 from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
 from dsh_agent_core._status import SessionStatus, SessionStatusRow
@@ -53,6 +53,7 @@ __all__ = [
     "ProviderModel",
     "ScriptedReplies",
     "SessionCreateTool",
+    "SessionHost",
     "SessionStatus",
     "SessionStatusRow",
     "SessionStatusTool",

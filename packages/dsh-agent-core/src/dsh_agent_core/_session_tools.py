@@ -3,23 +3,49 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import os
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_loop import LoopAgent
 from dsh_tools import ToolDefinition, ToolError, ToolExecution
-
-if TYPE_CHECKING:
-    from dsh_agent_core._harness import Harness
 
 __all__ = [
     "ModelChoice",
     "SessionCreateArgs",
     "SessionCreateTool",
+    "SessionHost",
     "SessionStatusArgs",
     "SessionStatusTool",
 ]
+
+
+class SessionHost(Protocol):
+    """What the session tools need of the harness that owns them (``Harness`` is one); the
+    tools take it as given, so this module does not import the harness that builds them."""
+
+    async def status_of(self, session_id: str) -> SessionStatusRow:
+        """The row of one session (``missing`` when neither live nor stored)."""
+        ...
+
+    async def status(self, recent_n: int = 50) -> list[SessionStatusRow]:
+        """The ``recent_n`` most recently updated sessions, live ones merged in."""
+        ...
+
+    async def create(
+        self,
+        prompt: str | None = None,
+        *,
+        preset: str | None = None,
+        model: str | None = None,
+        reasoning_effort: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        parent: LoopAgent | None = None,
+    ) -> LoopAgent:
+        """A new agent with ``prompt`` queued (a child of ``parent`` when given)."""
+        ...
 
 
 class SessionStatusArgs(BaseModel):
@@ -50,7 +76,7 @@ class SessionStatusTool(ToolDefinition[SessionStatusArgs]):
     )
     parameters = SessionStatusArgs
 
-    def __init__(self, harness: Harness) -> None:
+    def __init__(self, harness: SessionHost) -> None:
         self._harness = harness
 
     def is_concurrency_safe(self, args: SessionStatusArgs) -> bool:
@@ -99,7 +125,7 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
     )
     parameters = SessionCreateArgs
 
-    def __init__(self, harness: Harness) -> None:
+    def __init__(self, harness: SessionHost) -> None:
         self._harness = harness
 
     async def execute(self, args: SessionCreateArgs, execution: ToolExecution) -> str:
