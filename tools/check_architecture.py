@@ -4,6 +4,14 @@
 - a seam depends on seams only; an implementation on seams, `dsh-paths` and third-party libraries;
   only the composition package may depend on implementations;
 - the sibling dependency graph has no cycle;
+- inside a package, the module-level imports between its own modules have no cycle. Imports
+  under ``if TYPE_CHECKING:`` count: a type-only import is not a cycle at run time, but it
+  still ties the two modules to each other (``_handle`` needing ``_backend`` while ``_backend``
+  builds handles), which the one-way module structure forbids; break it by passing what is
+  needed or by moving the shared type to a third module. Imports inside functions are not
+  module-level and do not count. An edge goes to the module an import names (``from pkg import
+  name`` names ``pkg.name`` when that is a module, else ``pkg``'s ``__init__``), never to the
+  parents Python imports on the way;
 - every import in a package's source names the package itself, the standard library, or a
   distribution the package declares (an optional extra counts only inside a `testing` module);
 - a package's tests import only what the package and its test group declare;
@@ -16,6 +24,7 @@ Run: ``python tools/check_architecture.py [ROOT]``; exits 1 and lists every viol
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import sys
 import tomllib
@@ -163,6 +172,166 @@ def _cycle_violations(packages: dict[str, Package]) -> list[str]:
     return errors
 
 
+@dataclass(frozen=True)
+class _ModuleImport:
+    """One module-level import of a package's own module: where it is and what it names."""
+
+    target: str
+    line: int
+    type_only: bool
+
+
+def _module_name(source: Path, src: Path) -> str:
+    parts = list(source.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _module_level_imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import that runs when the module is imported (class bodies and module-level
+    ``if``/``try``/``with`` blocks included, function bodies not), with whether it is only
+    under ``if TYPE_CHECKING:``."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def walk(body: list[ast.stmt], type_only: bool) -> None:
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.append((node, type_only))
+            elif isinstance(node, ast.If):
+                walk(node.body, type_only or _is_type_checking(node.test))
+                walk(node.orelse, type_only)
+            elif isinstance(node, ast.Try | ast.TryStar):
+                for block in (node.body, node.orelse, node.finalbody):
+                    walk(block, type_only)
+                for handler in node.handlers:
+                    walk(handler.body, type_only)
+            elif isinstance(node, ast.With | ast.AsyncWith | ast.ClassDef):
+                walk(node.body, type_only)
+
+    walk(tree.body, False)
+    return found
+
+
+def _own_imports(
+    source: Path, name: str, modules: set[str], is_package: bool
+) -> list[_ModuleImport]:
+    """The module-level imports of ``source`` (module ``name``) that name one of ``modules``."""
+    tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+    found: list[_ModuleImport] = []
+    for node, type_only in _module_level_imports(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}" if base else alias.name
+                targets.append(submodule if submodule in modules else base)
+        found.extend(
+            _ModuleImport(target, node.lineno, type_only)
+            for target in dict.fromkeys(targets)
+            if target in modules and target != name
+        )
+    return found
+
+
+def _strongly_connected(graph: dict[str, dict[str, _ModuleImport]]) -> list[list[str]]:
+    """The components of ``graph`` with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def _a_cycle(
+    start: str, members: set[str], graph: dict[str, dict[str, _ModuleImport]]
+) -> list[str]:
+    """A shortest cycle through ``start`` inside one component: ``[start, ..., start]``."""
+    previous: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(graph[node]):
+            if nxt not in members:
+                continue
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(previous[path[-1]])
+                return [start, *reversed(path[:-1]), start]
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"{start} is in a component but on no cycle")
+
+
+def _module_cycle_violations(pkg: Package) -> list[str]:
+    src = pkg.path / "src"
+    sources = {_module_name(path, src): path for path in sorted(src.rglob("*.py"))}
+    modules = set(sources)
+    graph: dict[str, dict[str, _ModuleImport]] = {}
+    for name, path in sources.items():
+        edges: dict[str, _ModuleImport] = {}
+        for found in _own_imports(path, name, modules, path.name == "__init__.py"):
+            known = edges.get(found.target)
+            if known is None or (known.type_only and not found.type_only):
+                edges[found.target] = found  # a runtime import of the same module wins
+        graph[name] = edges
+    errors: list[str] = []
+    top = pkg.import_name
+    for component in _strongly_connected(graph):
+        cycle = _a_cycle(component[0], set(component), graph)
+        steps: list[str] = []
+        for here, there in itertools.pairwise(cycle):
+            edge = graph[here][there]
+            rel = sources[here].relative_to(src.parent.parent.parent)
+            how = " under TYPE_CHECKING" if edge.type_only else ""
+            steps.append(f"{rel}:{edge.line} imports {there}{how}")
+        shown = " -> ".join(m.removeprefix(f"{top}.") for m in cycle)
+        others = sorted(set(component) - set(cycle))
+        also = f" (also in the circle: {', '.join(others)})" if others else ""
+        errors.append(f"{pkg.name}: import cycle {shown}{also}: " + "; ".join(steps))
+    return errors
+
+
 def _version_violations(packages: dict[str, Package]) -> list[str]:
     errors: list[str] = []
     versions = {p.version for p in packages.values()}
@@ -234,6 +403,7 @@ def check(root: Path) -> list[str]:
     for pkg in packages.values():
         errors.extend(_role_violations(pkg, siblings))
         errors.extend(_import_violations(pkg, packages))
+        errors.extend(_module_cycle_violations(pkg))
     errors.extend(_cycle_violations(packages))
     errors.extend(_version_violations(packages))
     return errors

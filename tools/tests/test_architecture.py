@@ -76,6 +76,99 @@ def test_cycle_is_reported(tmp_path: Path) -> None:
     assert any(e.startswith("dependency cycle") for e in arch.check(tmp_path))
 
 
+def _modules(root: Path, name: str, modules: dict[str, str]) -> None:
+    """Add source files (paths relative to the package's import directory) to a fake package."""
+    src = root / "packages" / name / "src" / name.replace("-", "_")
+    for relative, text in modules.items():
+        path = src / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def _module_cycles(root: Path) -> list[str]:
+    return [e for e in arch.check(root) if "import cycle" in e]
+
+
+def test_a_module_cycle_through_a_type_checking_import_is_reported(tmp_path: Path) -> None:
+    _package(
+        tmp_path, "dsh-persistence-jsonl", [], "from dsh_persistence_jsonl._backend import B\n"
+    )
+    _modules(
+        tmp_path,
+        "dsh-persistence-jsonl",
+        {
+            "_backend.py": "from dsh_persistence_jsonl._handle import H\nclass B: ...\n",
+            "_handle.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from dsh_persistence_jsonl._backend import B\n"
+                "class H: ...\n"
+            ),
+        },
+    )
+    (cycle,) = _module_cycles(tmp_path)
+    assert cycle.startswith("dsh-persistence-jsonl: import cycle _backend -> _handle -> _backend:")
+    assert "dsh_persistence_jsonl/_backend.py:1 imports dsh_persistence_jsonl._handle;" in cycle
+    assert (
+        "dsh_persistence_jsonl/_handle.py:3 imports dsh_persistence_jsonl._backend under "
+        "TYPE_CHECKING" in cycle
+    )
+
+
+def test_a_runtime_cycle_of_relative_imports_names_the_whole_circle(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-shell", [], "")
+    _modules(
+        tmp_path,
+        "dsh-shell",
+        {
+            "_a.py": "from ._b import x\n",
+            "_b.py": "try:\n    from . import _c\nexcept ImportError:\n    pass\nx = 1\n",
+            "_c.py": "class C:\n    from dsh_shell._a import x\n",
+        },
+    )
+    (cycle,) = _module_cycles(tmp_path)
+    assert "import cycle _a -> _b -> _c -> _a:" in cycle
+    assert "_b.py:2 imports dsh_shell._c" in cycle
+    assert "TYPE_CHECKING" not in cycle
+
+
+def test_a_submodule_importing_its_package_init_that_imports_it_is_a_cycle(
+    tmp_path: Path,
+) -> None:
+    _package(tmp_path, "dsh-tools", [], "from dsh_tools._registry import Registry\nX = 1\n")
+    _modules(tmp_path, "dsh-tools", {"_registry.py": "from dsh_tools import X\nRegistry = X\n"})
+    (cycle,) = _module_cycles(tmp_path)
+    assert "import cycle dsh_tools -> _registry -> dsh_tools:" in cycle
+
+
+def test_one_way_imports_and_imports_inside_functions_are_no_cycle(tmp_path: Path) -> None:
+    _package(
+        tmp_path,
+        "dsh-session",
+        [],
+        "from dsh_session._session import Session\nfrom dsh_session import _codec\n",
+    )
+    _modules(
+        tmp_path,
+        "dsh-session",
+        {
+            "_codec.py": "import json\n",
+            "_session.py": (
+                "from dsh_session._codec import json\n"
+                "from dsh_session.sub import helper\n"
+                "class Session: ...\n"
+            ),
+            "sub/__init__.py": "from .helper import go\n",
+            "sub/helper.py": (
+                "from .. import _codec\n"
+                "def go() -> None:\n"
+                "    from dsh_session._session import Session  # deferred: not module-level\n"
+            ),
+        },
+    )
+    assert arch.check(tmp_path) == []
+
+
 def test_test_importing_an_undeclared_sibling_fails(tmp_path: Path) -> None:
     _package(tmp_path, "dsh-shell", [], "", test="import dsh_bash_local\n")
     _package(tmp_path, "dsh-bash-local", ["dsh-shell>=0.1,<0.2"], "import dsh_shell\n")
