@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -355,15 +356,15 @@ async def test_a_failing_contributor_fails_the_call_before_anything_runs(
         ({"command": "ls", "description": " "}, "invalid description: expected a non-empty string"),
         (
             {"command": "ls", "description": "List", "timeoutMs": 0},
-            "invalid timeoutMs: expected a positive number, got 0",
+            "invalid timeoutMs: expected a number of milliseconds >= 1, got 0",
         ),
         (
             {"command": "ls", "description": "List", "timeoutMs": -5},
-            "invalid timeoutMs: expected a positive number, got -5",
+            "invalid timeoutMs: expected a number of milliseconds >= 1, got -5",
         ),
         (
             {"command": "ls", "description": "List", "timeoutMs": -0.5},
-            "invalid timeoutMs: expected a positive number, got -0.5",
+            "invalid timeoutMs: expected a number of milliseconds >= 1, got -0.5",
         ),
     ],
 )
@@ -392,5 +393,107 @@ async def test_run_in_background_sent_to_a_foreground_only_tool_is_refused(
     assert result.error is not None
     assert result.error.code == "BACKGROUND_DISABLED"
     assert "run_in_background is disabled" in result.text
+    assert executor.requests == []
+    assert executor.start_specs == []
+
+
+# -- strict argument types ----------------------------------------------------------------------
+
+_LS = {"command": "ls", "description": "List"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        (
+            {"timeoutMs": 5e-324},
+            "invalid timeoutMs: expected a number of milliseconds >= 1, got 5e-324",
+        ),
+        ({"timeoutMs": 0.5}, "invalid timeoutMs: expected a number of milliseconds >= 1, got 0.5"),
+        (
+            {"timeoutMs": 1e-300},
+            "invalid timeoutMs: expected a number of milliseconds >= 1, got 1e-300",
+        ),
+    ],
+)
+async def test_a_timeout_below_one_millisecond_is_invalid_args_not_a_tool_error(
+    call: Any, executor: Any, extra: dict[str, Any], problem: str
+) -> None:
+    result = await call("bash", {**_LS, **extra})
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert result.text == f"Error: Invalid arguments for tool bash: {problem}"
+    assert executor.requests == []
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"command": "ls", "description": "List", "timeoutMs": Infinity}',
+        '{"command": "ls", "description": "List", "timeoutMs": NaN}',
+    ],
+)
+async def test_a_non_finite_timeout_is_invalid_args(
+    call: Any, executor: Any, arguments: str
+) -> None:
+    result = await call("bash", arguments)
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert executor.requests == []
+
+
+@pytest.mark.parametrize("timeout_ms", [1, 1.5, 10**12])
+async def test_a_timeout_of_one_millisecond_or_more_is_accepted(
+    call: Any, executor: Any, timeout_ms: float
+) -> None:
+    result = await call("bash", {**_LS, "timeoutMs": timeout_ms})
+    assert result.error is None
+    assert _single(executor).timeout == timeout_ms / 1000
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"timeoutMs": True}, "timeoutMs"),
+        ({"timeoutMs": False}, "timeoutMs"),
+        ({"timeoutMs": "1000"}, "timeoutMs"),
+        ({"command": 5}, "command"),
+        ({"description": ["List"]}, "description"),
+        ({"workdir": 1}, "workdir"),
+    ],
+)
+async def test_a_value_of_the_wrong_type_is_invalid_args_and_nothing_runs(
+    call: Any, executor: Any, extra: dict[str, Any], field: str
+) -> None:
+    result = await call("bash", {**_LS, **extra})
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert f"{field}:" in result.text
+    assert executor.requests == []
+    assert executor.start_specs == []
+
+
+@pytest.mark.parametrize("value", ["yes", "true", 1, 0, None])
+async def test_run_in_background_must_be_a_bool_and_no_job_starts(
+    call: Any, executor: Any, value: object
+) -> None:
+    result = await call("bash", {**_LS, "command": "sleep 60", "run_in_background": value})
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert "run_in_background:" in result.text
+    assert executor.requests == []
+    assert executor.start_specs == []
+
+
+@pytest.mark.parametrize("value", ["yes", 1])
+async def test_run_in_background_of_any_truthy_shape_is_refused_by_a_foreground_only_tool(
+    executor: Any, shell_env: ShellEnvRegistry, value: object
+) -> None:
+    tools = ToolRegistry()
+    tools.register(BashTool(executor, shell_env, enable_background=False, jobs=JobRegistry()))
+    args = json.dumps({"command": "sleep 60", "description": "Sleep", "run_in_background": value})
+    result = await tools.execute(ToolCall("c1", "bash", args))
+    assert result.error is not None
+    assert result.error.code == "BACKGROUND_DISABLED"
     assert executor.requests == []
     assert executor.start_specs == []

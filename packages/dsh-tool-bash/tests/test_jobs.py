@@ -168,6 +168,31 @@ async def test_a_negative_wait_timeout_is_invalid(call: Any, caller: Any) -> Non
     assert result.error.code == "INVALID_ARGS"
 
 
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"wait": "yes"}, "wait"),
+        ({"wait": 1}, "wait"),
+        ({"wait": True, "timeout_ms": True}, "timeout_ms"),
+        ({"wait": True, "timeout_ms": "100"}, "timeout_ms"),
+    ],
+)
+async def test_job_output_arguments_have_strict_types(
+    call: Any, caller: Any, extra: dict[str, Any], field: str
+) -> None:
+    await _start(call, caller)
+    result = await call("job_output", {"job_id": "bash-1", **extra}, caller)
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+    assert f"{field}:" in result.text
+
+
+async def test_a_job_id_that_is_not_a_string_is_invalid(call: Any, caller: Any) -> None:
+    result = await call("job_kill", {"job_id": 1}, caller)
+    assert result.error is not None
+    assert result.error.code == "INVALID_ARGS"
+
+
 # -- job_kill -----------------------------------------------------------------------------------
 
 

@@ -7,13 +7,17 @@ import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from dsh_shell import ShellExecRequest, ShellExecutor, render_result
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import BackgroundDisabledError
 from dsh_tool_bash._jobs import JobRegistry
-from dsh_tool_bash._schema import model_facing_schema, without_default
+from dsh_tool_bash._schema import (
+    OptionalNumber,
+    OptionalString,
+    model_facing_schema,
+    without_default,
+)
 from dsh_tool_bash._shell_env import ShellEnvRegistry
 from dsh_tools import (
     InvalidToolArgumentsError,
@@ -29,11 +33,17 @@ class BashArgs(BaseModel):
     """The bash tool's parameters when background execution is disabled.
 
     Keys the model adds beyond these (``env``, ``stdin``, output caps, ``DSH_*`` values) are
-    ignored: the request is built from these named fields only.
+    ignored: the request is built from these named fields only. Types are strict: a bool is
+    not a number, a string is not a bool or a number. ``timeoutMs`` is a finite number of
+    milliseconds >= 1.
     """
 
     model_config = ConfigDict(
-        extra="ignore", title="bash", frozen=True, json_schema_extra=model_facing_schema
+        extra="ignore",
+        title="bash",
+        frozen=True,
+        strict=True,
+        json_schema_extra=model_facing_schema,
     )
 
     command: str = Field(description="The bash command to execute.")
@@ -44,7 +54,7 @@ class BashArgs(BaseModel):
             "what runs."
         )
     )
-    timeout_ms: float | SkipJsonSchema[None] = Field(
+    timeout_ms: OptionalNumber = Field(
         default=None,
         alias="timeoutMs",
         description=(
@@ -53,7 +63,7 @@ class BashArgs(BaseModel):
         ),
         json_schema_extra=without_default,
     )
-    workdir: str | SkipJsonSchema[None] = Field(
+    workdir: OptionalString = Field(
         default=None,
         description=(
             "Working directory. Defaults to the session workspace; a relative path resolves "
@@ -138,8 +148,9 @@ class BashTool(ToolDefinition[BashArgs]):
 def _wants_background(args: BashArgs, execution: ToolExecution) -> bool:
     if isinstance(args, BashBackgroundArgs):
         return args.run_in_background
-    # The schema hides the key when background is disabled, but a model may still send it.
-    return execution.arguments.get("run_in_background") is True
+    # The schema hides the key when background is disabled, but a model may still send it:
+    # anything but an absent or false value is refused rather than guessed at.
+    return execution.arguments.get("run_in_background", False) not in (False, None)
 
 
 def _check_non_blank(field: str, value: str) -> None:
@@ -148,13 +159,21 @@ def _check_non_blank(field: str, value: str) -> None:
         raise InvalidToolArgumentsError("bash", [problem])
 
 
+MIN_TIMEOUT_MS = 1
+"""The smallest ``timeoutMs`` accepted: below one millisecond is refused, not rounded to 0."""
+
+
 def _timeout_seconds(timeout_ms: float | None) -> float | None:
     if timeout_ms is None:
         return None
-    if not math.isfinite(timeout_ms) or timeout_ms <= 0:
+    if not math.isfinite(timeout_ms) or timeout_ms < MIN_TIMEOUT_MS:
         # Name the value as the model wrote it in JSON (-5, not Python's -5.0).
-        shown = str(int(timeout_ms)) if timeout_ms.is_integer() else repr(timeout_ms)
-        problem = f"invalid timeoutMs: expected a positive number, got {shown}"
+        shown = (
+            str(int(timeout_ms))
+            if math.isfinite(timeout_ms) and float(timeout_ms).is_integer()
+            else repr(timeout_ms)
+        )
+        problem = f"invalid timeoutMs: expected a number of milliseconds >= 1, got {shown}"
         raise InvalidToolArgumentsError("bash", [problem])
     return timeout_ms / 1000
 

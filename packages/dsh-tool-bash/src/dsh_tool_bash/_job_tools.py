@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
 
 from dsh_tool_bash._jobs import DEFAULT_WAIT, MAX_WAIT, JobRegistry
-from dsh_tool_bash._schema import model_facing_schema, without_default
+from dsh_tool_bash._schema import (
+    OptionalNumber,
+    model_facing_schema,
+    without_default,
+)
 from dsh_tools import InvalidToolArgumentsError, ToolDefinition, ToolExecution
 
 __all__ = [
@@ -24,7 +27,11 @@ class JobIdArgs(BaseModel):
     """Parameters naming one job (``job_kill``)."""
 
     model_config = ConfigDict(
-        extra="ignore", title="job_kill", frozen=True, json_schema_extra=model_facing_schema
+        extra="ignore",
+        title="job_kill",
+        frozen=True,
+        strict=True,
+        json_schema_extra=model_facing_schema,
     )
 
     job_id: str = Field(description="The job id, as `started background job <id>` reported it.")
@@ -39,7 +46,7 @@ class JobOutputArgs(JobIdArgs):
         default=False,
         description="Wait for the job to finish (up to timeout_ms) before reading.",
     )
-    timeout_ms: float | SkipJsonSchema[None] = Field(
+    timeout_ms: OptionalNumber = Field(
         default=None,
         description=(
             f"How long to wait, in milliseconds (default {round(DEFAULT_WAIT * 1000)}, "
@@ -53,7 +60,11 @@ class JobListArgs(BaseModel):
     """``job_list`` takes no parameters."""
 
     model_config = ConfigDict(
-        extra="ignore", title="job_list", frozen=True, json_schema_extra=model_facing_schema
+        extra="ignore",
+        title="job_list",
+        frozen=True,
+        strict=True,
+        json_schema_extra=model_facing_schema,
     )
 
 

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["model_facing_schema", "without_default"]
+from pydantic import WithJsonSchema
+
+__all__ = ["OptionalNumber", "OptionalString", "model_facing_schema", "without_default"]
+
+OptionalNumber = Annotated[float | None, WithJsonSchema({"type": "number"})]
+"""A number the model may omit: the schema says ``number`` only (``null`` is not offered), and a
+wrong type is reported once (``input should be a valid number``), not per union member."""
+
+OptionalString = Annotated[str | None, WithJsonSchema({"type": "string"})]
+"""A string the model may omit, shown to the model as ``string`` only."""
 
 
 def model_facing_schema(schema: dict[str, Any]) -> None:
