@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Properties must not fail on a slow or loaded machine: no per-example deadline.
+settings.register_profile("dsh", deadline=None)
+settings.load_profile("dsh")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream-v0"
 FIXTURE_FILES = sorted(FIXTURES.glob("*.jsonl"))

@@ -23,6 +23,7 @@ from dsh_session import (
     check_event,
     decode_event,
     encode_event,
+    encode_stored_event,
     is_known_event_type,
     make_event,
 )
@@ -306,3 +307,21 @@ def test_any_event_survives_encode_then_decode(event: SessionEvent) -> None:
     again = decode_event(line)
     assert again == event
     assert encode_event(again) == line
+
+
+def test_a_stored_integer_with_no_exact_double_is_written_back_as_json_parse_reads_it() -> None:
+    line = (
+        b'{"type":"x/y","seq":0,"time":1,"data":{"n":11111111111111111111111111,"m":[1,2],"big":1'
+        + b"0" * 400
+        + b"}}"
+    )
+    event = decode_event(line)
+    assert event.data["n"] == 11111111111111111111111111  # a read keeps what Python parsed
+    with pytest.raises(LosslessJsonError):
+        encode_event(event)  # new data holding it stays refused
+    # node: JSON.stringify(JSON.parse(...)) gives 1.111111111111111e+25, and null for Infinity
+    assert encode_stored_event(event) == (
+        b'{"type":"x/y","seq":0,"time":1,"data":{"n":1.111111111111111e+25,"m":[1,2],"big":null}}'
+    )
+    ordinary = decode_event(b'{"type":"x/y","seq":0,"time":1,"data":{"n":9007199254740993.5}}')
+    assert encode_stored_event(ordinary) == encode_event(ordinary)

@@ -131,3 +131,14 @@ def test_the_header_is_immutable_and_validated() -> None:
         header.id = "t"  # type: ignore[misc]
     with pytest.raises(ValidationError):
         SessionHeader(id="s", created_at=1, cwd="relative")
+
+
+@pytest.mark.parametrize("field", ["id", "cwd"])
+def test_a_nul_in_the_id_or_cwd_is_refused_when_the_header_is_made(field: str) -> None:
+    # the id travels as DSH_SESSION_ID into every command; no environment can carry a NUL
+    fields = {"id": "s-1", "createdAt": 1, "cwd": "/w", field: "/a\x00b"}
+    with pytest.raises(ValidationError, match="NUL"):
+        SessionHeader.model_validate(fields)
+    line = json.dumps({"type": "session", "version": 0, **fields}).encode()
+    with pytest.raises(HeaderDecodeError):
+        decode_header_line(line)

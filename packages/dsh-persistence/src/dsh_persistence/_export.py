@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import BinaryIO
 
+from dsh_persistence._errors import SessionPersistenceCorruptionError
 from dsh_persistence._protocols import SessionPersistence
-from dsh_session import encode_event, encode_header_line
+from dsh_session import SessionEvent, encode_header_line, encode_stored_event
 
 _PAGE = 4096  # events per read: bounded memory for any log length
 
@@ -20,9 +22,13 @@ async def export_session(
 
     The output is the header line (``"type":"session"``, with ``seedLength`` when seeded) and
     then one canonical line per *logical* event (packed chunk rows come out expanded), each
-    ending in ``\\n``. Everything is read through a read handle, so every backend exports the
-    same bytes for the same log and a writer may keep writing meanwhile. ``out`` is a binary
-    file object (written, not closed) or a path (created or replaced).
+    ending in ``\\n`` (``encode_stored_event``: a stored integer with no exact double is written
+    as the double the harness's ``JSON.parse`` reads). Everything is read through a read
+    handle, so every backend exports the same bytes for the same log and a writer may keep
+    writing meanwhile. ``out`` is a binary file object (written, not closed) or a path (created
+    or replaced). A read that does not
+    return the next seqs in order (at most the page asked for) raises
+    ``SessionPersistenceCorruptionError`` naming the session instead of looping.
     """
     if isinstance(out, (str, os.PathLike)):
         # Writes to ``out`` are plain blocking file writes either way (a caller's file object is
@@ -40,5 +46,24 @@ async def _export_to(persistence: SessionPersistence, session_id: str, out: Bina
             events = await handle.read(count, _PAGE)
             if not events:
                 return count
-            out.write(b"".join(encode_event(event) + b"\n" for event in events))
+            _check_page(session_id, count, events)
+            out.write(b"".join(encode_stored_event(event) + b"\n" for event in events))
             count += len(events)
+
+
+def _check_page(session_id: str, offset: int, events: Sequence[SessionEvent]) -> None:
+    """Refuse a page that is not the next seqs: an export of a backend whose ``read`` ignores
+    its range would otherwise never end (or write the log twice)."""
+    if len(events) > _PAGE:
+        raise SessionPersistenceCorruptionError(
+            session_id,
+            f"read({offset}, {_PAGE}) returned {len(events)} events, more than asked for; "
+            "export stopped",
+        )
+    for index, event in enumerate(events):
+        if event.seq != offset + index:
+            raise SessionPersistenceCorruptionError(
+                session_id,
+                f"read({offset}, {_PAGE}) returned seq {event.seq} at index {index} where seq "
+                f"{offset + index} belongs; export stopped",
+            )

@@ -5,7 +5,13 @@ re-encodes to the same bytes. Import everything from the package root.
 """
 
 from dsh_session._chunks import ROW_TYPES, decode_row, decode_rows, encode_rows, row_last_seq
-from dsh_session._codec import check_event, decode_event, encode_event, make_event
+from dsh_session._codec import (
+    check_event,
+    decode_event,
+    encode_event,
+    encode_stored_event,
+    make_event,
+)
 from dsh_session._data import (
     AssistantChunkData,
     AssistantMessageData,
@@ -159,6 +165,7 @@ __all__ = [
     "encode_event",
     "encode_header_line",
     "encode_rows",
+    "encode_stored_event",
     "fold_request_header",
     "fold_surface",
     "fork_seed",

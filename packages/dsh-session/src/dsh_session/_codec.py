@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic_core import from_json as _from_json
 
-from dsh_session._errors import EventDecodeError
+from dsh_session._errors import EventDecodeError, LosslessJsonError
 from dsh_session._events import (
     SessionEvent,
     SurfaceReplace,
@@ -15,6 +15,7 @@ from dsh_session._events import (
 from dsh_session._json import (
     JsonObject,
     JsonValue,
+    as_javascript_reads,
     dumps_canonical,
 )
 from dsh_session._shape import BUILDERS, OPAQUE_BUILD, Build
@@ -89,6 +90,24 @@ def encode_event(event: SessionEvent) -> bytes:
     Raises :class:`~dsh_session.LosslessJsonError` if the event holds a value JSON cannot carry.
     """
     return dumps_canonical(event.to_wire())
+
+
+def encode_stored_event(event: SessionEvent) -> bytes:
+    """The line of an event *read from a log*, written again (export, migration).
+
+    As :func:`encode_event`, except for an integer with no exact JavaScript number (such as
+    ``11111111111111111111111111``, which only a foreign or hand-edited log holds): the
+    TypeScript harness's ``JSON.parse`` reads it as the nearest double, so it is written as that
+    double — the bytes the harness itself would write back. A read keeps the integer as Python
+    parsed it (checking every stored number on every read would tax the hot path); new events
+    holding one are still refused by :func:`encode_event`. Raises
+    :class:`~dsh_session.LosslessJsonError` for anything else JSON cannot carry.
+    """
+    try:
+        return dumps_canonical(event.to_wire())
+    except LosslessJsonError:
+        read_as = as_javascript_reads(event.to_wire())
+        return dumps_canonical(read_as)
 
 
 def make_event(

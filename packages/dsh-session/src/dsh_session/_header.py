@@ -49,9 +49,19 @@ class SessionHeader(BaseModel):
     agent_preset: str | None = Field(None, alias="agentPreset")
     is_seeded: bool = Field(False, alias="isSeeded")
 
+    @field_validator("id")
+    @classmethod
+    def _id_has_no_nul(cls, ident: str) -> str:
+        # an id travels as DSH_SESSION_ID into every command (and a NUL ends a C string)
+        if "\x00" in ident:
+            raise ValueError(f"a session id cannot hold a NUL character: {ident!r}")
+        return ident
+
     @field_validator("cwd")
     @classmethod
     def _cwd_is_absolute(cls, cwd: str | None) -> str | None:
+        if cwd is not None and "\x00" in cwd:
+            raise ValueError(f"cwd cannot hold a NUL character: {cwd!r}")
         if (
             cwd is not None
             and cwd[:1] != "/"  # POSIX absolute, the common case: no pathlib parse
@@ -86,9 +96,10 @@ def _common_header(wire: dict[str, Any]) -> SessionHeader | None:
         or version != 0
         or type(ident) is not str
         or not ident
+        or "\x00" in ident
         or type(created) is not int
         or not 0 <= created <= MAX_SAFE_INTEGER
-        or (cwd is not None and (type(cwd) is not str or cwd[:1] != "/"))
+        or (cwd is not None and (type(cwd) is not str or cwd[:1] != "/" or "\x00" in cwd))
     ):
         return None
     header = _new_header(SessionHeader)

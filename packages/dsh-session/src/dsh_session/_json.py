@@ -111,6 +111,31 @@ def lossless_json_snapshot(value: object) -> JsonValue:
         raise LosslessJsonError("$", "nested too deeply") from None
 
 
+def as_javascript_reads(value: Any) -> Any:
+    """``value`` with every integer that has no exact JavaScript number replaced by the number
+    JavaScript's ``JSON.parse`` reads it as: the nearest double, or ``None`` past the double
+    range (``JSON.parse`` gives ``Infinity``, which ``JSON.stringify`` writes as ``null``).
+
+    Returns ``value`` itself when nothing changes; changed containers are copies.
+    """
+    kind = type(value)
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER or _exact_in_javascript(value):
+            return value
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if kind is dict:
+        changed = {key: as_javascript_reads(item) for key, item in value.items()}
+        same = all(changed[key] is item for key, item in value.items())
+        return value if same else changed
+    if kind is list:
+        items = [as_javascript_reads(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 def js_number(value: float) -> str:
     """Format a finite float the way JavaScript's ``Number.prototype.toString`` does."""
     text = repr(value)
