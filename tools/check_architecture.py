@@ -39,12 +39,17 @@ IMPLEMENTATIONS = frozenset(
         "dsh-paths",
         "dsh-persistence-jsonl",
         "dsh-persistence-sqlite",
-        "dsh-persistence-postgres",
         "dsh-bash-local",
         "dsh-tool-bash",
         "dsh-agent-loop",
         "dsh-model-openai",
+        # planned (docs/concepts/architecture.md): known here so their roles are checked
+        "dsh-persistence-postgres",
         "dsh-hooks",
+        "dsh-bash-sandbox",
+        "dsh-compaction",
+        "dsh-tool-fs",
+        "dsh-tool-mcp",
     }
 )
 COMPOSITION = frozenset({"dsh-agent-core"})
@@ -143,7 +148,10 @@ def _role_violations(pkg: Package, siblings: set[str]) -> list[str]:
     errors: list[str] = []
     name = pkg.name
     if name not in SEAMS | IMPLEMENTATIONS | COMPOSITION:
-        return [f"{name}: not a known distribution; add it to DESIGN.md §2 and this checker"]
+        return [
+            f"{name}: not a known distribution; add it to docs/concepts/architecture.md and "
+            "this checker"
+        ]
     for dep in sorted(pkg.deps & siblings):
         if name in SEAMS and dep not in SEAMS:
             errors.append(f"{name}: a seam may depend only on seams, not on {dep}")
