@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_agent import (
@@ -12,44 +11,25 @@ from dsh_agent import (
     AgentStatus,
     CancelCause,
     CheckpointPoint,
-    CheckpointPolicy,
-    Extensions,
     Incoming,
-    RequestErrorListener,
     SendTarget,
 )
-from dsh_agent_loop._errors import AgentLoopError, LoopClosedError
+from dsh_agent_loop._errors import LoopClosedError
 from dsh_agent_loop._inbox import Inbox, InboxItem
 from dsh_agent_loop._journal import Journal
 from dsh_agent_loop._prefix import compose_prefix
 from dsh_agent_loop._requests import RequestBuilder
+from dsh_agent_loop._runtime import Runtime
 from dsh_agent_loop._turn import run_turn
-from dsh_llm import Message, Model, UserMessage
+from dsh_llm import Message, UserMessage
 from dsh_session import Session
-from dsh_tools import ToolRegistry
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["LoopAgent", "Runtime"]
+__all__ = ["LoopAgent"]
 
 _DISPOSED = CancelCause("disposed")
-
-
-@dataclass(slots=True)
-class Runtime:
-    """What every agent of one loop shares: models, tools, extensions and settings."""
-
-    models: Mapping[str, Model]
-    default_model: Model | None
-    tools: ToolRegistry
-    extensions: Extensions
-    checkpoints: CheckpointPolicy
-    retry: RequestErrorListener | None
-    max_parallel_tools: int
-    max_steps_per_turn: int | None
-    check_requests: bool
-    invariant_failures: list[AgentLoopError] = field(default_factory=list)
 
 
 def _last_turn(session: Session) -> int:

@@ -18,7 +18,7 @@ from dsh_agent import (
     RequestErrorListener,
     SessionStartSource,
 )
-from dsh_agent_loop._agent import LoopAgent, Runtime
+from dsh_agent_loop._agent import LoopAgent
 from dsh_agent_loop._checkpoints import FlushPolicy
 from dsh_agent_loop._errors import (
     AgentLoopError,
@@ -30,6 +30,7 @@ from dsh_agent_loop._errors import (
 from dsh_agent_loop._journal import Journal
 from dsh_agent_loop._requests import logged_config
 from dsh_agent_loop._retry import RetryPolicy
+from dsh_agent_loop._runtime import Runtime
 from dsh_llm import Model
 from dsh_persistence import SessionHandle, SessionPersistence
 from dsh_session import (

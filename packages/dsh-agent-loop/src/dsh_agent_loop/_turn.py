@@ -12,9 +12,12 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from dsh_agent import (
+    Agent,
+    CancelCause,
+    CheckpointPoint,
     Enter,
     Fail,
     PreStepDecision,
@@ -25,16 +28,17 @@ from dsh_agent import (
     TurnStopping,
 )
 from dsh_agent_loop._errors import AgentLoopError, NoModelError
+from dsh_agent_loop._inbox import Inbox
 from dsh_agent_loop._reconstruct import check_request
+from dsh_agent_loop._requests import RequestBuilder
+from dsh_agent_loop._runtime import Runtime
 from dsh_agent_loop._stream import Attempt, stream_attempt
 from dsh_agent_loop._tools import ToolBatch, skipped_result
-from dsh_llm import LlmFailure, ModelSource, ReasoningBlock, TextBlock, UserMessage
+from dsh_llm import LlmFailure, Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
 from dsh_session import Session
+from dsh_tools import ToolCaller
 
-if TYPE_CHECKING:
-    from dsh_agent_loop._agent import LoopAgent
-
-__all__ = ["ModelFailedError", "run_turn"]
+__all__ = ["ModelFailedError", "TurnAgent", "run_turn"]
 
 _log = logging.getLogger("dsh_agent_loop")
 
@@ -49,6 +53,22 @@ class ModelFailedError(Exception):
     def __init__(self, failure: LlmFailure) -> None:
         super().__init__(f"{failure.code}: {failure.message}")
         self.failure = failure
+
+
+class TurnAgent(Agent, ToolCaller, Protocol):
+    """The agent as one turn uses it (``LoopAgent`` is the one implementation): a protocol, so
+    this module does not import the agent module that runs it."""
+
+    runtime: Runtime
+    inbox: Inbox
+    builder: RequestBuilder
+
+    def next_turn(self) -> int: ...
+    def aborting(self) -> bool: ...
+    def raise_if_aborting(self) -> None: ...
+    def abort_cause(self) -> CancelCause: ...
+    async def session_prefix(self) -> tuple[Message, ...]: ...
+    async def checkpoint(self, point: CheckpointPoint) -> None: ...
 
 
 def _user_message_data(message: UserMessage) -> dict[str, Any]:
@@ -75,7 +95,7 @@ async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def _pre_step(agent: LoopAgent, context: StepContext, claimed: list[UserMessage]) -> Any:
+async def _pre_step(agent: TurnAgent, context: StepContext, claimed: list[UserMessage]) -> Any:
     decision: PreStepDecision = Enter(tuple(claimed))
     for listener in agent.runtime.extensions.pre_step:
         replaced = await _maybe_await(listener(context, decision))
@@ -93,7 +113,7 @@ async def _pre_step(agent: LoopAgent, context: StepContext, claimed: list[UserMe
     return decision
 
 
-async def _request_error(agent: LoopAgent, error: RequestError) -> bool:
+async def _request_error(agent: TurnAgent, error: RequestError) -> bool:
     """Whether a listener retries the failed call (the first decision wins)."""
     listeners = list(agent.runtime.extensions.request_error)
     if agent.runtime.retry is not None:
@@ -113,7 +133,7 @@ async def _request_error(agent: LoopAgent, error: RequestError) -> bool:
     return False
 
 
-async def _turn_stopping(agent: LoopAgent, stopping: TurnStopping) -> None:
+async def _turn_stopping(agent: TurnAgent, stopping: TurnStopping) -> None:
     for listener in agent.runtime.extensions.turn_stopping:
         await _maybe_await(listener(stopping))
 
@@ -133,7 +153,7 @@ def _log_interrupted(session: Session, attempt: Attempt) -> None:
     session.append("assistant/message", data, source_event_seqs=attempt.seqs)
 
 
-async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
+async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
     """One model call (retried in place while a listener says so) and the tools it asks for."""
     session = agent.session
     runtime = agent.runtime
@@ -210,7 +230,7 @@ async def _step(agent: LoopAgent, turn: int, step: int) -> StepOutcome:
         return None
 
 
-async def run_turn(agent: LoopAgent) -> None:
+async def run_turn(agent: TurnAgent) -> None:
     """Run one turn of ``agent`` to its ``turn/end`` (never raises but for disposal bugs)."""
     session = agent.session
     runtime = agent.runtime
@@ -281,7 +301,7 @@ async def run_turn(agent: LoopAgent) -> None:
     await _turn_end_checkpoint(agent)
 
 
-async def _turn_end_checkpoint(agent: LoopAgent) -> None:
+async def _turn_end_checkpoint(agent: TurnAgent) -> None:
     """Make the finished turn durable. A cancel that arrives now (or was requested but not yet
     delivered) has nothing left to stop, so it never cuts this checkpoint short; a failure is
     logged (the next checkpoint retries and fails closed)."""
