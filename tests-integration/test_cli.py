@@ -619,6 +619,7 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
     (result,) = [r for r in records if r["type"] == "tool/result"]
     assert result["data"]["callId"] == "call-signal-1"
     assert result["data"]["isError"] is True
+    assert result["data"]["error"]["code"] == "ABORTED"
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
 
 
