@@ -16,7 +16,7 @@ from dsh_persistence import (
     SessionPersistenceNotFoundError,
 )
 from dsh_persistence_jsonl import JsonlPersistence, RootEncodingError
-from dsh_session import encode_event, encode_header_line
+from dsh_session import encode_event, encode_header_line, make_event
 
 Factory = Callable[[], JsonlPersistence]
 
@@ -31,6 +31,15 @@ def store_bytes(store: JsonlPersistence, lines: list[bytes]) -> bytes:
     if store.compression == "none":
         return b"".join(line + b"\n" for line in lines)
     return b"".join(frame(line + b"\n") for line in lines)
+
+
+def torn_bytes(store: JsonlPersistence, lines: list[bytes]) -> bytes:
+    """A tail a crash could leave: complete garbage lines (plain), or a frame of ``lines`` cut
+    in half (zstd: a checksummed frame is never torn)."""
+    if store.compression == "none":
+        return b"".join(line + b"\n" for line in lines)
+    whole = frame(b"".join(line + b"\n" for line in lines))
+    return whole[: len(whole) // 2]
 
 
 def put(store: JsonlPersistence, header: Any, data: bytes) -> Path:
@@ -169,8 +178,8 @@ async def test_garbage_after_the_last_turn_end_is_a_discarded_tail(
 ) -> None:
     store = make_store()
     events = mk.one_turn()
-    lines = [*log_lines(mk, "s-1", events), b'{"type":"turn/start","seq":6', b"garbage"]
-    put(store, mk.header(), store_bytes(store, lines))
+    tail = torn_bytes(store, [b'{"type":"turn/start","seq":6', b"garbage"])
+    put(store, mk.header(), store_bytes(store, log_lines(mk, "s-1", events)) + tail)
     async with await store.open("s-1", "read") as reader:
         assert len(await reader.read()) == 6
     async with await store.open("s-1", "write") as writer:
@@ -213,8 +222,8 @@ async def test_a_seq_gap_after_the_last_turn_end_is_a_discarded_tail(
 ) -> None:
     store = make_store()
     second = mk.one_turn(6, turn=2)
-    lines = [*log_lines(mk, "s-1", mk.one_turn()), encode_event(second[1])]
-    put(store, mk.header(), store_bytes(store, lines))
+    tail = torn_bytes(store, [encode_event(second[1])])
+    put(store, mk.header(), store_bytes(store, log_lines(mk, "s-1", mk.one_turn())) + tail)
     async with await store.open("s-1", "read") as reader:
         assert len(await reader.read()) == 6
     await store.aclose()
@@ -358,7 +367,7 @@ async def test_a_read_handle_raises_when_the_log_shrinks(make_store: Factory, mk
 
 async def test_ids_that_are_not_paths_round_trip(make_store: Factory, mk: Any) -> None:
     store = make_store()
-    for sid in ("..", "a/b", "a\x00b", "😀", "é" * 300):
+    for sid in ("..", "a/b", "a\x01b", "😀", "é" * 300):
         async with await store.create(mk.header(sid)) as handle:
             await handle.append(mk.one_turn())
         async with await make_store().open(sid, "read") as reader:
@@ -450,3 +459,70 @@ async def test_an_opposite_artifact_found_later_is_refused_at_lookup(
         await store.list()
     await store.aclose()
     await other.aclose()
+
+
+async def test_a_bad_line_in_an_open_turn_followed_by_intact_lines_is_corruption(
+    make_store: Factory, mk: Any
+) -> None:
+    store = make_store()
+    events = mk.one_turn()[:5]  # a turn still running: no turn/end anywhere
+    lines = log_lines(mk, "s-1", events)
+    lines[2] = b"{broken"
+    path = put(store, mk.header(), store_bytes(store, lines))
+    before = path.read_bytes()
+    for access in ("read", "write", "write"):
+        with pytest.raises(SessionPersistenceCorruptionError) as info:
+            await make_store().open("s-1", access)
+        assert (info.value.line, info.value.artifact) == (3, str(path))
+    assert path.read_bytes() == before  # never truncated: the later flushed events stay
+    await store.aclose()
+
+
+@pytest.mark.parametrize("reserved", ["text-chunks", "reasoning-chunks", "tool-call-chunks"])
+async def test_append_refuses_a_reserved_row_type_and_stores_nothing(
+    make_store: Factory, mk: Any, reserved: str
+) -> None:
+    store = make_store()
+    async with await store.create(mk.header()) as writer:
+        await writer.append(mk.one_turn()[:2])
+        await writer.flush()
+        bad = make_event(reserved, 2, 5, {"x": 1}, ignorable=True)
+        with pytest.raises(ValueError, match="reserved for packed chunk rows"):
+            await writer.append([mk.one_turn()[2], bad])
+        await writer.append(mk.one_turn()[2:])  # nothing of the refused batch was stored
+    async with await make_store().open("s-1", "read") as reader:
+        assert [e.type for e in await reader.read()] == [e.type for e in mk.one_turn()]
+    await store.aclose()
+
+
+async def test_a_stored_line_with_a_reserved_type_is_corruption_naming_it(
+    make_store: Factory, mk: Any
+) -> None:
+    store = make_store()
+    events = mk.one_turn()
+    reserved = b'{"type":"text-chunks","seq":2,"time":5,"ignorable":true,"data":{"x":1}}'
+    # in an open turn (no turn/end after it), where a torn-tail rule alone would erase it
+    lines = [*log_lines(mk, "s-1", events[:2]), reserved, *map(encode_event, events[3:5])]
+    path = put(store, mk.header(), store_bytes(store, lines))
+    before = path.read_bytes()
+    for access in ("read", "write"):
+        with pytest.raises(SessionPersistenceCorruptionError) as info:
+            await make_store().open("s-1", access)
+        assert (info.value.line, info.value.artifact) == (4, str(path))
+    assert path.read_bytes() == before
+    await store.aclose()
+
+
+async def test_a_stored_line_whose_type_is_an_object_is_corruption_naming_it(
+    make_store: Factory, mk: Any
+) -> None:
+    store = make_store()
+    events = mk.one_turn()
+    odd = b'{"type":{"a":1},"seq":2,"time":5,"data":{}}'
+    lines = [*log_lines(mk, "s-1", events[:2]), odd, *map(encode_event, events[3:])]
+    path = put(store, mk.header(), store_bytes(store, lines))
+    for access in ("read", "write"):
+        with pytest.raises(SessionPersistenceCorruptionError) as info:
+            await make_store().open("s-1", access)
+        assert (info.value.line, info.value.artifact) == (4, str(path))
+    await store.aclose()

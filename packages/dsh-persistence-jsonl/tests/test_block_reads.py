@@ -100,7 +100,7 @@ async def test_damage_in_a_later_block_names_its_line(root: Path, mk: Any) -> No
         await store.open("s-1", "read")
     assert info.value.line == bad + 1  # physical, 1-based: the header is line 1
     assert info.value.artifact == str(path)
-    assert "before a committed turn/end" in str(info.value)
+    assert "followed by the intact line" in str(info.value)
     await store.aclose()
 
 

@@ -9,8 +9,52 @@ import pytest
 import zstandard
 
 from dsh_persistence.testing import PersistenceContract, PersistenceFixture
+from dsh_session import decode_row
 
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
+
+
+def _spoil_line(lines: list[bytes], seq: int) -> bool:
+    """Make the line holding event ``seq`` invalid JSON of the same length; False if absent."""
+    for index, line in enumerate(lines):
+        if index == 0 or not line:
+            continue  # the header, or the b"" after the last newline
+        if any(event.seq == seq for event in decode_row(line)):
+            lines[index] = b"#" + line[1:]
+            return True
+    return False
+
+
+def _frames(data: bytes) -> list[bytes]:
+    frames = []
+    while data:
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj.decompress(data)
+        used = len(data) - len(dobj.unused_data)
+        frames.append(data[:used])
+        data = data[used:]
+    return frames
+
+
+def damage_log(path: Path, compression: str, seq: int) -> None:
+    """Spoil the stored record of event ``seq`` in place, the others intact: plain, one byte of
+    its line (no longer JSON); zstd, the same in its frame, recompressed with a checksum that
+    matches (a checksummed frame holding a bad line cannot be a torn write)."""
+    data = path.read_bytes()
+    if compression == "none":
+        lines = data.split(b"\n")
+        assert _spoil_line(lines, seq), f"damage_event: no event {seq} in {path}"
+        path.write_bytes(b"\n".join(lines))
+        return
+    frames = _frames(data)
+    for index, frame in enumerate(frames):
+        lines = zstandard.ZstdDecompressor().decompressobj().decompress(frame).split(b"\n")
+        if index and _spoil_line(lines, seq):
+            compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True)
+            frames[index] = compressor.compress(b"\n".join(lines))
+            path.write_bytes(b"".join(frames))
+            return
+    raise AssertionError(f"damage_event: no event {seq} in {path}")
 
 
 class TestJsonlPersistenceContract(PersistenceContract):
@@ -36,13 +80,21 @@ class TestJsonlPersistenceContract(PersistenceContract):
                 f.write(torn)
             await store.aclose()
 
-        capabilities = {"reopen", "cross_process", "corrupt_tail"}
+        async def damage_event(session_id: str, seq: int) -> None:
+            store = variant.make(root)
+            snapshot = await store.stat(session_id)
+            assert snapshot is not None, f"damage_event: no session {session_id!r}"
+            damage_log(store.log_path(snapshot.header), variant.compression, seq)
+            await store.aclose()
+
+        capabilities = {"reopen", "cross_process", "corrupt_tail", "damage_event"}
         if variant.compression == "none":
             capabilities.add("plain_path")
         return PersistenceFixture(
             factory=lambda: variant.make(root),
             capabilities=frozenset(capabilities),
             corrupt_tail=corrupt_tail,
+            damage_event=damage_event,
             child_factory=CHILD_FACTORY,
             child_args={"root": str(root), **variant.child_args},
         )

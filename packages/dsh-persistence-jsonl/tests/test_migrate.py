@@ -21,6 +21,17 @@ async def _zstd_root(root: Path, mk: Any, ids: list[str], *, pack: bool = True) 
     await store.aclose()
 
 
+def _frame_starts(data: bytes) -> list[int]:
+    """Where each zstd frame of ``data`` starts."""
+    starts, pos = [], 0
+    while pos < len(data):
+        starts.append(pos)
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj.decompress(data[pos:])
+        pos = len(data) - len(dobj.unused_data)
+    return starts
+
+
 def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
@@ -91,7 +102,8 @@ async def test_a_damaged_source_fails_naming_the_file(tmp_path: Path, mk: Any) -
     await _zstd_root(tmp_path / "src", mk, ["a", "b"])
     path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("a"))
     data = bytearray(path.read_bytes())
-    data[-2] ^= 0xFF
+    frames = _frame_starts(bytes(data))
+    data[frames[2] - 2] ^= 0xFF  # the first body frame's checksum; the second frame follows
     path.write_bytes(bytes(data))
     report = await migrate_root(tmp_path / "src", tmp_path / "dst")
     (failed,) = report.failed

@@ -97,7 +97,7 @@ def test_damage_found_in_one_block_and_its_turn_end_in_the_next(
     with pytest.raises(LogDamage) as info:
         store_module.load_plain(io.BytesIO(data), no_header)
     assert info.value.line == 3
-    assert "before a committed turn/end (line 4)" in info.value.reason
+    assert "followed by the intact line 4" in info.value.reason
 
 
 def write_log(path: Path, lines: list[bytes], tail: bytes = b"") -> int:
@@ -263,4 +263,4 @@ def test_a_suffix_read_reports_damage_in_an_unchanging_file_at_once(
             path, "none", offset=cut, expected_seq=2, first_line=4, ino=path.stat().st_ino
         )
     assert Counted.made == 1
-    assert (info.value.line, "(line 5)" in info.value.reason) == (4, True)
+    assert (info.value.line, "intact line 5" in info.value.reason) == (4, True)

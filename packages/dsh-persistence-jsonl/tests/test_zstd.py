@@ -70,23 +70,79 @@ async def test_a_final_frame_cut_inside_its_header_is_torn(
     await store.aclose()
 
 
-async def test_a_checksum_failure_in_a_complete_frame_is_corruption(
+async def test_a_checksum_failure_in_the_final_frame_is_a_torn_tail(
     tmp_path: Path, mk: Any
 ) -> None:
     store, path = await _written(tmp_path, mk)
     data = bytearray(path.read_bytes())
     data[-2] ^= 0xFF  # inside the final frame's checksum: the structure stays complete
     path.write_bytes(bytes(data))
-    with pytest.raises(SessionPersistenceCorruptionError, match=r"checksum|decompress"):
+    async with await store.open("s-1", "read") as reader:
+        assert [e.seq for e in await reader.read()] == list(range(6))
+    async with await store.open("s-1", "write") as writer:
+        await writer.append(mk.one_turn(6, turn=2))
+    async with await JsonlPersistence(tmp_path, compression="zstd").open("s-1", "read") as r:
+        assert [e.seq for e in await r.read()] == list(range(12))
+    await store.aclose()
+
+
+async def test_a_checksum_failure_with_a_frame_after_it_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    store, path = await _written(tmp_path, mk, batches=3)
+    frames = _frames(path.read_bytes())
+    spoiled = bytearray(frames[2])
+    spoiled[-2] ^= 0xFF  # the second body frame's checksum; the third frame is intact
+    path.write_bytes(b"".join([*frames[:2], bytes(spoiled), frames[3]]))
+    before = path.read_bytes()
+    with pytest.raises(SessionPersistenceCorruptionError, match=r"checksum|decompress") as info:
+        await store.open("s-1", "read")
+    offset = len(frames[0]) + len(frames[1])
+    assert f"zstd frame at byte {offset}" in str(info.value)
+    assert info.value.artifact == str(path)
+    assert info.value.line == 1 + 6 + 1  # where the spoiled frame's lines would start
+    with pytest.raises(SessionPersistenceCorruptionError):
+        await store.open("s-1", "write")
+    assert path.read_bytes() == before  # never truncated
+    await store.aclose()
+
+
+async def test_garbage_without_a_magic_number_at_the_end_is_a_torn_tail(
+    tmp_path: Path, mk: Any
+) -> None:
+    store, path = await _written(tmp_path, mk)
+    path.write_bytes(path.read_bytes() + b"\x00" * 600)  # zeros a crash can leave
+    async with await store.open("s-1", "read") as reader:
+        assert len(await reader.read()) == 12
+    await store.aclose()
+
+
+async def test_a_bad_magic_number_with_a_frame_after_it_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    store, path = await _written(tmp_path, mk)
+    frames = _frames(path.read_bytes())
+    path.write_bytes(b"".join(frames[:2]) + b"\x00\x01\x02\x03\x04\x05" + frames[2])
+    with pytest.raises(SessionPersistenceCorruptionError, match="magic"):
         await store.open("s-1", "read")
     await store.aclose()
 
 
-async def test_a_bad_magic_number_is_corruption(tmp_path: Path, mk: Any) -> None:
+async def test_a_final_frame_of_the_magic_number_alone_is_a_torn_tail(
+    tmp_path: Path, mk: Any
+) -> None:
     store, path = await _written(tmp_path, mk)
-    path.write_bytes(path.read_bytes() + b"\x00\x01\x02\x03\x04\x05")
-    with pytest.raises(SessionPersistenceCorruptionError, match="magic"):
-        await store.open("s-1", "read")
+    clean = path.read_bytes()
+    path.write_bytes(clean + b"\x28\xb5\x2f\xfd")
+    async with await store.open("s-1", "read") as reader:
+        assert len(await reader.read()) == 12
+    assert (await store.stat("s-1")) is not None
+    async with await store.open("s-1", "write") as writer:
+        await writer.append(mk.one_turn(12, turn=3))
+    assert path.read_bytes().startswith(clean)
+    assert len(path.read_bytes()) > len(clean) + 4
+    async with await JsonlPersistence(tmp_path, compression="zstd").open("s-1", "read") as r:
+        assert [e.seq for e in await r.read()] == list(range(18))
     await store.aclose()
 
 
@@ -128,7 +184,8 @@ async def test_stat_decompresses_only_the_header_frame(tmp_path: Path, mk: Any) 
 
 async def test_stat_and_list_ignore_garbage_after_the_header_frame(tmp_path: Path, mk: Any) -> None:
     store, path = await _written(tmp_path, mk)
-    path.write_bytes(path.read_bytes() + b"garbage that is no zstd frame")
+    frames = _frames(path.read_bytes())
+    path.write_bytes(b"".join(frames[:2]) + b"garbage that is no zstd frame" + frames[2])
     snap = await store.stat("s-1")
     assert snap is not None
     assert [s.header.id for s in await store.list()] == ["s-1"]
@@ -173,19 +230,35 @@ async def test_a_bad_line_before_a_turn_end_in_the_same_frame_is_corruption(
         await store.open("s-1", "read")
     assert info.value.artifact == str(path)
     assert info.value.line == 1 + 6 + 3  # header, the first frame's six lines, then the third
-    assert "before a committed turn/end (line 13)" in str(info.value)  # the frame's last line
+    assert f"zstd frame at byte {len(_log_of_frames(mk, [first]))}" in str(info.value)
     await store.aclose()
 
 
-async def test_a_final_frame_with_a_bad_line_and_no_turn_end_is_dropped_whole(
+async def test_a_final_checksummed_frame_with_a_bad_line_is_corruption(
     tmp_path: Path, mk: Any
 ) -> None:
     first = [encode_event(e) for e in mk.one_turn()]
     second = [encode_event(e) for e in mk.one_turn(6, turn=2)][:4]
-    second[2] = b"{broken"  # lines 0-1 decode, yet the frame is accepted or not whole
-    store, _path = _put(tmp_path, mk, _log_of_frames(mk, [first, second]))
-    async with await store.open("s-1", "read") as reader:
-        assert [e.seq for e in await reader.read()] == list(range(6))
+    second[2] = b"{broken"  # no turn/end after it, but a checksum that matches is no torn write
+    store, path = _put(tmp_path, mk, _log_of_frames(mk, [first, second]))
+    with pytest.raises(SessionPersistenceCorruptionError) as info:
+        await store.open("s-1", "read")
+    assert info.value.line == 1 + 6 + 3
+    assert f"zstd frame at byte {len(_log_of_frames(mk, [first]))}" in str(info.value)
+    assert info.value.artifact == str(path)
+    await store.aclose()
+
+
+async def test_a_committed_turn_end_then_a_bad_line_in_one_frame_is_corruption(
+    tmp_path: Path, mk: Any
+) -> None:
+    first = [encode_event(e) for e in mk.one_turn()]
+    second = [*(encode_event(e) for e in mk.one_turn(6, turn=2)), b"{broken"]
+    store, path = _put(tmp_path, mk, _log_of_frames(mk, [first, second]))
+    with pytest.raises(SessionPersistenceCorruptionError) as info:
+        await store.open("s-1", "write")
+    assert info.value.line == 1 + 12 + 1
+    assert path.read_bytes() == _log_of_frames(mk, [first, second])
     await store.aclose()
 
 

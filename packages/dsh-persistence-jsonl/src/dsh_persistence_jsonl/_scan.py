@@ -1,10 +1,14 @@
-"""The raw log scanner shared by both encodings (reference §3.5).
+"""The raw log scanner shared by both encodings (reference §3.5, issue 24 rule R6).
 
-A final fragment without ``\\n`` (plain) or a frame cut by EOF (zstd) is torn and ignored. A
-complete line that fails to decode, or whose seq is not the next one, is an *issue*; scanning goes
-on, and if any later complete line holds a ``turn/end`` the issue lies in the committed region and
-is corruption (naming the 1-based physical line). Otherwise the issue and everything after it is a
-discardable tail: never served, truncated by the write path before its next append.
+A crash can only damage the end of a log, so damage is told from a torn tail by what follows it.
+Plain: a final fragment without ``\\n`` is torn and ignored; a complete line that fails to decode,
+or whose seq is not the next one, is an *issue*, and scanning goes on: if any later complete line
+decodes (an intact record after the damage) the issue is corruption, naming its 1-based physical
+line. Otherwise the issue and everything after it is a discardable tail: never served, truncated by
+the write path before its next append. zstd: a frame cut by EOF, or a final complete frame that
+fails its checksum, is a torn tail discarded whole; a frame that fails with a frame after it is
+corruption, and so is a checksummed frame holding a bad line (a checksum that matches rules out
+a torn write).
 """
 
 from __future__ import annotations
@@ -14,9 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from dsh_session import SessionEvent, SessionFormatError, decode_row, decode_rows
-
-_TURN_END = b'"turn/end"'
+from dsh_session import SessionEvent, decode_row, decode_rows
 
 
 class LogDamage(Exception):
@@ -54,33 +56,55 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def decode_prefix(lines: list[bytes], seq: int) -> tuple[list[SessionEvent], int]:
+    """``decode_rows`` that stops at (rather than raises for) a line it cannot handle at all (a
+    ``type`` that is an object raised ``TypeError`` there): the clean prefix and its length."""
+    try:
+        return decode_rows(lines, seq)
+    except Exception:  # only on damage: find the line one at a time
+        events: list[SessionEvent] = []
+        for done, line in enumerate(lines):
+            try:
+                more, ok = decode_rows([line], seq + len(events))
+            except Exception:  # any failure to decode a stored line is damage
+                return events, done
+            if not ok:
+                return events, done
+            events.extend(more)
+        return events, len(lines)
+
+
 def _issue_reason(line: bytes, seq: int) -> str:
     """What is wrong with the line ``decode_rows`` stopped at, ``seq`` being the next seq."""
     try:
         first = decode_row(line)[0].seq
-    except (SessionFormatError, ValueError, IndexError) as exc:
+    except Exception as exc:  # any failure to decode a stored line is damage
         return f"undecodable record ({exc})"
     if first == seq:  # decode_rows stops only at a line that fails or breaks the seqs
         raise AssertionError(f"decode_rows stopped at a line that continues at seq {seq}")
     return f"expected seq {seq}, got {first}"
 
 
+def _intact(line: bytes) -> bool:
+    """Whether a stored line decodes as a record (its seq aside)."""
+    try:
+        decode_row(line)
+    except Exception:  # any failure to decode is "not intact"
+        return False
+    return True
+
+
 def _check_later(lines: list[bytes], issue: tuple[int, str], first_line: int) -> None:
     """Raise ``LogDamage`` at the ``issue`` line if any of ``lines`` (the first numbered
-    ``first_line``) holds a committed ``turn/end``: the issue then lies in the committed region."""
+    ``first_line``) is an intact record: the damage is then not confined to the end."""
     issue_line, reason = issue
     for number, line in enumerate(lines, start=first_line):
-        if _holds_turn_end(line):
-            raise LogDamage(issue_line, f"{reason}, before a committed turn/end (line {number})")
-
-
-def _holds_turn_end(line: bytes) -> bool:
-    if _TURN_END not in line:
-        return False
-    try:
-        return any(event.type == "turn/end" for event in decode_row(line))
-    except (SessionFormatError, ValueError):
-        return False
+        if _intact(line):
+            raise LogDamage(
+                issue_line,
+                f"{reason}, followed by the intact line {number} (damage inside the log, not a "
+                "torn tail)",
+            )
 
 
 class PlainScanner:
@@ -103,7 +127,7 @@ class PlainScanner:
             self._line += len(lines)
             return
         result = self.result
-        events, done = decode_rows(lines, self._seq)  # the clean prefix, in bulk
+        events, done = decode_prefix(lines, self._seq)  # the clean prefix, in bulk
         if result.events:
             result.events.extend(events)
         else:
@@ -130,31 +154,43 @@ class PlainScanner:
         return self.result
 
 
+Frame = tuple[int, int, "bytes | Exception"]
+"""A complete zstd frame: ``(start, end, plaintext)``, or the error that decompressing it raised
+in place of the plaintext."""
+
+
 def scan_frames_plaintext(
-    frames: Iterable[tuple[int, int, bytes]], *, expected_seq: int, first_line: int, base: int
+    frames: Iterable[Frame], *, expected_seq: int, first_line: int, base: int
 ) -> BodyScan:
-    """Scan decompressed frames ``(start, end, plaintext)``; a frame is accepted or not whole."""
+    """Scan decompressed frames; a frame is accepted or not whole. A frame that failed to
+    decompress is a torn tail when it is the last one, and corruption when another follows."""
     result = BodyScan(committed_end=base)
-    issue: tuple[int, str] | None = None
     line_no = first_line
-    for _start, end, plaintext in frames:
+    failed: tuple[int, Exception] | None = None
+    for start, end, plaintext in frames:
+        if failed is not None:
+            raise LogDamage(
+                line_no,
+                f"{failed[1]}; the frame at byte {start} after it is complete, so this is damage "
+                "inside the log, not a torn tail",
+            )
+        if isinstance(plaintext, Exception):
+            failed = (start, plaintext)
+            continue
         if plaintext and not plaintext.endswith(b"\n"):
-            raise LogDamage(line_no, "a complete zstd frame ends in the middle of a line")
+            raise LogDamage(
+                line_no, f"the complete zstd frame at byte {start} ends in the middle of a line"
+            )
         lines = plaintext.split(b"\n")
         lines.pop()
-        if issue is None:
-            frame_events, done = decode_rows(lines, expected_seq)  # the clean prefix, in bulk
-            if done < len(lines):  # the frame is not accepted
-                reason = _issue_reason(lines[done], expected_seq + len(frame_events))
-                issue = (line_no + done, reason)
-                _check_later(lines[done + 1 :], issue, line_no + done + 1)
-            else:
-                result.events.extend(frame_events)
-                expected_seq += len(frame_events)
-                result.committed_end = end
-                result.lines += len(lines)
-        else:
-            _check_later(lines, issue, line_no)
+        frame_events, done = decode_prefix(lines, expected_seq)  # the clean prefix, in bulk
+        if done < len(lines):  # a checksummed frame cannot be torn: its bad line is damage
+            reason = _issue_reason(lines[done], expected_seq + len(frame_events))
+            raise LogDamage(line_no + done, f"zstd frame at byte {start}: {reason}")
+        result.events.extend(frame_events)
+        expected_seq += len(frame_events)
+        result.committed_end = end
+        result.lines += len(lines)
         line_no += len(lines)
-    result.discarded_tail = issue is not None
+    result.discarded_tail = failed is not None
     return result

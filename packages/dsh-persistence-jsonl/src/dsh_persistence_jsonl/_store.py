@@ -10,6 +10,7 @@ from typing import BinaryIO, Literal, TypeVar
 
 from dsh_persistence_jsonl._scan import (
     BodyScan,
+    Frame,
     LogDamage,
     PlainScanner,
     gc_paused,
@@ -130,15 +131,16 @@ def _header_frame(
 
 def decode_frames(
     data: bytes | memoryview, frames: list[tuple[int, int]], base: int = 0
-) -> Iterator[tuple[int, int, bytes]]:
+) -> Iterator[Frame]:
     """Decompress complete frames (spans relative to ``base``) one at a time, as the scan asks
-    for them (a log's plaintext is never held whole); a bad frame is ``LogDamage``."""
+    for them (a log's plaintext is never held whole); a frame that fails comes with its
+    ``FrameError`` in place of the plaintext (the scan decides: torn final frame or damage)."""
     view = memoryview(data)
     for start, end in frames:
         try:
-            plaintext = decompress_frame(view[start - base : end - base], start)
+            plaintext: bytes | Exception = decompress_frame(view[start - base : end - base], start)
         except FrameError as exc:
-            raise LogDamage(None, str(exc)) from exc
+            plaintext = exc
         yield start, end, plaintext
 
 

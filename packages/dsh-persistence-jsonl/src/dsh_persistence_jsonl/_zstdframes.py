@@ -1,9 +1,13 @@
 """zstd framing: one checksummed frame per written batch, found by a structure scanner.
 
 The scanner walks frame headers and block headers without decompressing (RFC 8878): a frame
-whose structure ends past EOF is *torn* (the final frame of a crashed write, discarded whole);
-bad magic, reserved bits or a reserved block type inside complete structure is corruption.
-Complete frames are then decompressed with checksum verification.
+whose structure ends past EOF is *torn* (the final frame of a crashed write, discarded whole), and
+so are bytes without a magic number after the last frame when no magic number follows them (a
+crash can leave zeros at the end of a file); bad magic with a frame after it, reserved bits or a
+reserved block type inside complete structure is corruption.
+Complete frames are then decompressed with checksum verification, bounded by
+``MAX_FRAME_BYTES`` of plaintext (a frame that declares or expands to more is refused before it
+can exhaust memory).
 """
 
 from __future__ import annotations
@@ -18,6 +22,13 @@ _local = threading.local()
 _MAGIC = b"\x28\xb5\x2f\xfd"
 _DICT_ID_SIZES = (0, 1, 2, 4)
 _FCS_SIZES = (0, 2, 4, 8)
+_STREAM_CHUNK = 1 << 20
+
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+"""The largest plaintext one zstd frame may hold (256 MiB): a frame is one ``append`` batch, and
+no real batch comes near it. A frame that declares a larger content size is refused from its
+header; one that does not declare its size is decompressed in 1 MiB pieces and refused as soon
+as it passes the cap, so a small frame that expands to gigabytes never fills memory."""
 
 
 class FrameError(ValueError):
@@ -62,9 +73,11 @@ def scan_frames(
         if size - pos < 5:
             if not _MAGIC.startswith(bytes(view[pos : pos + 4])):
                 raise FrameError(base + start, "bad magic number")
-            return FrameScan(frames, base + start)
+            return FrameScan(frames, base + start)  # a torn frame header (magic alone, or less)
         if bytes(view[pos : pos + 4]) != _MAGIC:
-            raise FrameError(base + start, "bad magic number")
+            if _MAGIC in bytes(view[pos:]):  # only on damage: a copy of the rest is fine
+                raise FrameError(base + start, "bad magic number, with a frame after it")
+            return FrameScan(frames, base + start)  # garbage confined to the end: torn
         descriptor = view[pos + 4]
         if descriptor & 0x08:
             raise FrameError(base + start, "reserved bit set in the frame header descriptor")
@@ -97,17 +110,44 @@ def scan_frames(
     return FrameScan(frames, None)
 
 
-def decompress_frame(frame: bytes | memoryview, offset: int) -> bytes:
-    """Decompress one complete frame, verifying its checksum; failure raises ``FrameError``."""
+def decompress_frame(frame: bytes | memoryview, offset: int, limit: int | None = None) -> bytes:
+    """Decompress one complete frame, verifying its checksum; failure raises ``FrameError``, and
+    so does a plaintext beyond ``limit`` bytes (default ``MAX_FRAME_BYTES``)."""
+    cap = MAX_FRAME_BYTES if limit is None else limit
     decompressor: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
     if decompressor is None:  # one per thread: building one costs more than a frame's decode
         decompressor = zstandard.ZstdDecompressor()
         _local.decompressor = decompressor
     try:
-        out = decompressor.decompressobj()
-        plaintext = out.decompress(frame)
+        declared = zstandard.frame_content_size(frame)
     except zstandard.ZstdError as exc:
         raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
-    if not out.eof:
-        raise FrameError(offset, "frame ended before its last block")
-    return plaintext
+    if declared > cap:
+        raise FrameError(offset, f"declares {declared} bytes of content, beyond the {cap} cap")
+    if declared < 0:
+        return _decompress_bounded(decompressor, frame, offset, cap)
+    try:
+        # one shot into a buffer of the declared size: a frame whose blocks produce more than
+        # its header says fails instead of growing the buffer
+        return decompressor.decompress(frame)
+    except zstandard.ZstdError as exc:
+        raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
+
+
+def _decompress_bounded(
+    decompressor: zstandard.ZstdDecompressor, frame: bytes | memoryview, offset: int, cap: int
+) -> bytes:
+    """A frame that does not declare its size: decompress it a piece at a time, up to ``cap``."""
+    pieces: list[bytes] = []
+    total = 0
+    try:
+        for piece in decompressor.read_to_iter(
+            bytes(frame), read_size=_STREAM_CHUNK, write_size=_STREAM_CHUNK
+        ):
+            total += len(piece)
+            if total > cap:
+                raise FrameError(offset, f"expands beyond the {cap} byte cap of a frame")
+            pieces.append(piece)
+    except zstandard.ZstdError as exc:
+        raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
+    return b"".join(pieces)
