@@ -42,11 +42,17 @@ from dsh_persistence.testing import PersistenceFixture
 from dsh_session import SessionEvent, SessionHeader, decode_event, encode_header_line
 
 THIS_FILE = str(Path(__file__).resolve())
-ALL_CAPABILITIES = frozenset({"reopen", "cross_process", "corrupt_tail", "plain_path"})
+ALL_CAPABILITIES = frozenset(
+    {"reopen", "cross_process", "corrupt_tail", "damage_event", "plain_path"}
+)
 
 
 def _parse(
-    session_id: str, path: Path, *, tolerate_torn_tail: bool = True
+    session_id: str,
+    path: Path,
+    *,
+    tolerate_torn_tail: bool = True,
+    tolerate_damage: bool = False,
 ) -> tuple[SessionHeader, int, list[SessionEvent], int]:
     """(header, inherited count, events, byte length of the committed part) of a log file."""
     data = path.read_bytes()
@@ -65,6 +71,9 @@ def _parse(
         except ValueError as error:
             if tolerate_torn_tail and number == len(lines):  # a torn tail, not damage
                 committed -= len(line) + 1
+                break
+            if tolerate_damage:  # broken on purpose: damage taken for a torn tail
+                committed -= sum(len(rest) + 1 for rest in lines[number - 1 :])
                 break
             raise SessionPersistenceCorruptionError(
                 session_id, str(error), artifact=str(path), line=number
@@ -112,7 +121,7 @@ class DirHandle:
             if self.id in self._owner.pending:
                 return []
             raise SessionPersistenceNotFoundError(self.id)
-        parsed = _parse(self.id, path, tolerate_torn_tail=self._owner.tolerate_torn_tail)
+        parsed = self._owner.parse(self.id, path, tolerate_torn_tail=self._owner.tolerate_torn_tail)
         events = self._owner.served_events(self.id, parsed[2])
         end = None if length is None else offset + length
         return events[offset:end]
@@ -178,6 +187,7 @@ class DirPersistence:
     """The reference backend: a directory of sessions, single writer by ``flock``."""
 
     tolerate_torn_tail: bool = True
+    tolerate_damage: bool = False
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
@@ -186,6 +196,16 @@ class DirPersistence:
         self.handles: set[DirHandle] = set()
 
     # --- layout and ownership (the broken variants override these) ---------------------------
+
+    def parse(
+        self, session_id: str, path: Path, *, tolerate_torn_tail: bool = True
+    ) -> tuple[SessionHeader, int, list[SessionEvent], int]:
+        return _parse(
+            session_id,
+            path,
+            tolerate_torn_tail=tolerate_torn_tail,
+            tolerate_damage=self.tolerate_damage,
+        )
 
     def session_dir(self, session_id: str) -> Path:
         return self.root / session_id.encode("utf-8", "surrogatepass").hex()
@@ -274,13 +294,13 @@ class DirPersistence:
         if not path.exists():
             raise SessionPersistenceNotFoundError(session_id)
         if access == "read":
-            header, inherited, _, _ = _parse(session_id, path)
+            header, inherited, _, _ = self.parse(session_id, path)
             return self._track(DirHandle(self, header, inherited, "read"))
         lock = self.acquire(session_id)
         if lock is None:
             raise SessionAlreadyOwnedError(session_id)
         try:
-            header, inherited, events, committed = _parse(session_id, path)
+            header, inherited, events, committed = self.parse(session_id, path)
             self.vocabulary_check(session_id, events, path)
             if committed != path.stat().st_size:
                 self.repair(path, committed)
@@ -297,7 +317,7 @@ class DirPersistence:
             return SessionSnapshot(header=creator.header, revision="pending", event_count=0)
         path = self.log_path(session_id)
         try:
-            header, _, events, _ = _parse(session_id, path)
+            header, _, events, _ = self.parse(session_id, path)
             info = path.stat()
         except FileNotFoundError:
             return None
@@ -478,6 +498,21 @@ class BrokenOpaqueUnknownTypesRefusedOnRead(DirPersistence):
         return events
 
 
+class BrokenReadNeverYields(DirPersistence):
+    """A read that spins for ever without yielding to the event loop."""
+
+    def served_events(self, session_id: str, events: list[SessionEvent]) -> list[SessionEvent]:
+        while True:
+            pass
+
+
+class BrokenTruncatesDamage(DirPersistence):
+    """Takes damage in the middle of a log for a torn tail: reads stop before it and a write
+    open truncates the log there."""
+
+    tolerate_damage = True
+
+
 VARIANTS: dict[str, type[DirPersistence]] = {
     cls.__name__: cls
     for cls in (
@@ -494,6 +529,8 @@ VARIANTS: dict[str, type[DirPersistence]] = {
         BrokenReadersTripOverWritesInProgress,
         BrokenLockFileOwnership,
         BrokenOpaqueUnknownTypesRefusedOnRead,
+        BrokenReadNeverYields,
+        BrokenTruncatesDamage,
     )
 }
 
@@ -512,6 +549,16 @@ def corrupt_tail_of(root: Path, variant: type[DirPersistence]) -> Callable[[str]
     return corrupt
 
 
+def damage_event_of(root: Path, variant: type[DirPersistence]) -> Callable[[str, int], None]:
+    def damage(session_id: str, seq: int) -> None:
+        path = variant(root).log_path(session_id)
+        lines = path.read_bytes().split(b"\n")
+        lines[seq + 1] = b'{"type":"damaged' + b"#" * max(0, len(lines[seq + 1]) - 16)
+        path.write_bytes(b"\n".join(lines))
+
+    return damage
+
+
 def dir_fixture(
     root: Path,
     variant: type[DirPersistence] = DirPersistence,
@@ -524,6 +571,7 @@ def dir_fixture(
         factory=lambda: variant(root),
         capabilities=capabilities,
         corrupt_tail=corrupt_tail_of(root, variant),
+        damage_event=damage_event_of(root, variant),
         child_factory=f"{THIS_FILE}:child_backend",
         child_args={"root": str(root), "variant": variant.__name__},
         cleanup=cleanup,

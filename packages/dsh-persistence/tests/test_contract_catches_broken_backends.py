@@ -51,6 +51,9 @@ BROKEN: dict[str, dict[str, str]] = {
     "BrokenReadersTripOverWritesInProgress": {
         "reads_during_appends_see_growing_contiguous_prefixes": "corrupt"
     },
+    "BrokenTruncatesDamage": {
+        "damage_in_the_middle_is_corruption_and_is_never_repaired": "returned 3 events instead"
+    },
     "BrokenFailedOpenKeepsClaim": {
         "write_open_refuses_an_unknown_non_ignorable_type": "got SessionAlreadyOwnedError"
     },

@@ -5,11 +5,14 @@ from __future__ import annotations
 from types import ModuleType
 
 from dsh_persistence.testing import (
+    _clauses_batches,
+    _clauses_damage,
     _clauses_data,
     _clauses_handles,
     _clauses_lifecycle,
     _clauses_model,
     _clauses_processes,
+    _clauses_snapshots,
 )
 from dsh_persistence.testing._runner import Clause
 
@@ -24,6 +27,13 @@ def _collect(*modules: ModuleType) -> tuple[Clause, ...]:
 
 
 CLAUSES: tuple[Clause, ...] = _collect(
-    _clauses_handles, _clauses_lifecycle, _clauses_data, _clauses_model, _clauses_processes
+    _clauses_handles,
+    _clauses_lifecycle,
+    _clauses_data,
+    _clauses_model,
+    _clauses_batches,
+    _clauses_snapshots,
+    _clauses_damage,
+    _clauses_processes,
 )
 """Every clause, in the order the suite runs them."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+from collections.abc import MutableSequence, Sequence
 from pathlib import Path
 
 from dsh_persistence import SessionFormatUnsupportedError, SessionPersistence, export_session
@@ -13,6 +14,7 @@ from dsh_persistence.testing._fixture import CORRUPT_TAIL, PLAIN_PATH, REOPEN
 from dsh_persistence.testing._runner import ClauseContext, clause
 from dsh_persistence.testing._samples import (
     header,
+    nested_event,
     one_turn,
     second_turn,
     unknown_event,
@@ -151,7 +153,8 @@ async def clause_stat_and_list_agree_with_handles(ctx: ClauseContext) -> None:
     a plausible event_count, size_bytes, updated_at and plain_path; stat of an absent id is
     None."""
     persistence = await ctx.instance()
-    for session_id, cwd in (("listed-a", "/work/a"), ("listed-b", None)):
+    cwds = {"listed-a": "/work/a", "listed-b": None}
+    for session_id, cwd in cwds.items():
         async with await persistence.create(header(session_id, cwd=cwd)) as writer:
             await writer.append(one_turn())
     listed = await persistence.list()
@@ -176,11 +179,11 @@ async def clause_stat_and_list_agree_with_handles(ctx: ClauseContext) -> None:
             stat.plain_path is None or os.path.isabs(stat.plain_path),
             f"plain_path {stat.plain_path!r} is not absolute",
         )
-    expect_equal(
-        encode_header_line(listed[0].header),
-        encode_header_line(header(listed[0].header.id, cwd=listed[0].header.cwd)),
-        "the listed header",
-    )
+        expect_equal(
+            encode_header_line(snapshot.header),
+            encode_header_line(header(session_id, cwd=cwds[session_id])),
+            f"the listed header of {session_id!r} (compared to the created one)",
+        )
     expect_equal(await persistence.stat("listed-absent"), None, "stat of an absent id")
 
 
@@ -243,19 +246,42 @@ async def _expect_plain_equals_export(persistence: SessionPersistence, session_i
     expect_equal(content, out.getvalue(), f"the bytes of {path}")
 
 
+def _scribble(value: object) -> None:
+    """Change every dict and list nested in ``value`` in place."""
+    if isinstance(value, dict):
+        for item in list(value.values()):
+            _scribble(item)
+        value["scribbled"] = True
+    elif isinstance(value, list):
+        for item in value:
+            _scribble(item)
+        value.append("scribbled")
+
+
+def _mutate(result: Sequence[SessionEvent]) -> None:
+    """Change the events' data, then the sequence itself when it is mutable."""
+    for item in result:
+        _scribble(getattr(item, "data", None))
+    if isinstance(result, MutableSequence):
+        result.reverse()
+        result.clear()
+
+
 @clause()
 async def clause_read_results_belong_to_the_caller(ctx: ClauseContext) -> None:
-    """Changing the sequence a read returned (when it is mutable) changes nothing stored or
-    served to later reads."""
+    """Changing what a read returned (the events' nested data, and the sequence itself when it
+    is mutable: a list, a tuple or anything else) changes nothing stored or served to later
+    reads, of this handle or another one."""
     persistence = await ctx.instance()
+    log = [*one_turn(), nested_event(6)]
     async with await persistence.create(header("owned-results")) as writer:
-        await writer.append(one_turn())
-        first = await writer.read()
-        if isinstance(first, list):
-            first.clear()
-        expect_events(await writer.read(), one_turn(), "a read after mutating an earlier result")
+        await writer.append(log)
+        _mutate(await writer.read())
+        expect_events(await writer.read(), log, "a read after mutating an earlier result")
+        _mutate(await writer.read(6))
+        expect_events(await writer.read(), log, "a read after mutating a slice")
     async with await persistence.open("owned-results", "read") as reader:
-        again = await reader.read()
-        if isinstance(again, list):
-            again.reverse()
-        expect_events(await reader.read(), one_turn(), "a reader's second read")
+        _mutate(await reader.read())
+        expect_events(await reader.read(), log, "a reader's second read")
+    async with await persistence.open("owned-results", "read") as reader:
+        expect_events(await reader.read(), log, "another reader's read")

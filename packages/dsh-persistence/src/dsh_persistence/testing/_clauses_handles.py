@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import io
+import tempfile
+from pathlib import Path
 
 from dsh_persistence import (
     SessionAlreadyExistsError,
@@ -352,3 +354,12 @@ async def clause_export_writes_the_header_and_one_line_per_event(ctx: ClauseCont
     out = io.BytesIO()
     expect_equal(await export_session(persistence, "export", out), 8, "the exported count")
     expect_equal(out.getvalue(), expected, "the exported bytes")
+    with tempfile.TemporaryDirectory(prefix="dsh-contract-export-") as scratch:
+        path = Path(scratch) / "export.jsonl"
+        path.write_bytes(b"left over from an earlier export\n" * 20)
+        count = await export_session(persistence, "export", path)
+        expect_equal(count, 8, "the count exported to a path")
+        expect_equal(path.read_bytes(), expected, f"the bytes exported to {path}")
+        count = await export_session(persistence, "export", str(path))
+        expect_equal(count, 8, "the count exported to a str path")
+        expect_equal(path.read_bytes(), expected, "the bytes exported to a str path")

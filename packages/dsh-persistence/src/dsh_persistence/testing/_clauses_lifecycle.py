@@ -184,6 +184,36 @@ async def clause_service_flush_is_a_barrier_over_every_write_handle(ctx: ClauseC
 
 
 @clause(REOPEN)
+async def clause_service_flush_flushes_every_pending_write_handle(ctx: ClauseContext) -> None:
+    """persistence.flush() makes the pending appends of every write handle durable, the oldest
+    and the newest, created and reopened ones: a fresh instance reads them all while the
+    handles are still open."""
+    first = await ctx.instance()
+    async with await first.create(header("pending-reopened")) as writer:
+        await writer.append(one_turn())
+    handles = [await first.open("pending-reopened", "write")]
+    await handles[0].append(second_turn())
+    expected = {"pending-reopened": one_turn() + second_turn()}
+    for number in range(4):
+        session_id = f"pending-{number}"
+        handles.append(await first.create(header(session_id)))
+        log = [user_message(seq, f"{session_id} {seq}") for seq in range(number + 1)]
+        await handles[-1].append(log)
+        expected[session_id] = log
+    for handle in reversed(handles):  # the oldest handle gets the last append
+        late = user_message(len(expected[handle.id]), "late")
+        await handle.append([late])
+        expected[handle.id].append(late)
+    await first.flush()
+    second = await ctx.instance()
+    for session_id, log in expected.items():
+        async with await second.open(session_id, "read") as reader:
+            expect_events(await reader.read(), log, f"a fresh read of {session_id!r}")
+    for handle in handles:
+        await handle.close()
+
+
+@clause(REOPEN)
 async def clause_flushed_events_are_visible_to_a_fresh_instance(ctx: ClauseContext) -> None:
     """Events are durable once a handle's flush returns: a fresh instance reads them while the
     writer still holds the session."""

@@ -8,7 +8,9 @@ import re
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
-from dsh_session import SessionEvent, encode_event
+from dsh_persistence._protocols import SessionPersistence
+from dsh_persistence._snapshot import SessionSnapshot
+from dsh_session import SessionEvent, SessionHeader, encode_event
 
 
 class ContractViolation(AssertionError):
@@ -25,6 +27,36 @@ def expect_equal(actual: object, expected: object, what: str) -> None:
     """Fail unless ``actual == expected``."""
     if actual != expected:
         raise ContractViolation(f"{what}: expected {expected!r}, got {actual!r}")
+
+
+def expect_header(actual: object, expected: SessionHeader, what: str) -> None:
+    """Fail unless ``actual`` is a header equal to ``expected`` field by field (the message
+    names the first field that differs)."""
+    expect(isinstance(actual, SessionHeader), f"{what}: not a SessionHeader: {actual!r}")
+    for name in type(expected).model_fields:
+        got, want = getattr(actual, name, None), getattr(expected, name)
+        if got != want:
+            raise ContractViolation(f"{what}.{name}: expected {want!r}, got {got!r}")
+
+
+async def expect_stat(
+    persistence: SessionPersistence, session_id: str, what: str
+) -> SessionSnapshot:
+    """``stat(session_id)``, failing when it is ``None``."""
+    snapshot = await persistence.stat(session_id)
+    if snapshot is None:
+        raise ContractViolation(f"{what}: stat({session_id!r}) returned None")
+    return snapshot
+
+
+async def expect_listed(
+    persistence: SessionPersistence, session_id: str, what: str
+) -> SessionSnapshot:
+    """The one snapshot ``list()`` gives for ``session_id``, failing unless there is one."""
+    found = [s for s in await persistence.list() if s.header.id == session_id]
+    if len(found) != 1:
+        raise ContractViolation(f"{what}: list() gave {len(found)} snapshots of {session_id!r}")
+    return found[0]
 
 
 def _short(events: Sequence[SessionEvent]) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from dsh_persistence.testing._catalog import CLAUSES
 from dsh_persistence.testing._fixture import PersistenceFixture
-from dsh_persistence.testing._runner import Clause, run_body
+from dsh_persistence.testing._runner import Clause, run_clause
 
 _SELF_CHECK = "test_clauses_are_not_overridden_without_xfail_DO_NOT_OVERRIDE"
 
@@ -26,7 +26,7 @@ def _make_test(item: Clause) -> Callable[[Any, PersistenceFixture], None]:
         if reason is not None:
             asyncio.run(persistence_fixture.run_cleanup())
             pytest.skip(reason)
-        asyncio.run(run_body(item, persistence_fixture))
+        run_clause(item, persistence_fixture)
 
     test.__name__ = test.__qualname__ = f"test_{item.id}"
     test.__doc__ = item.summary
@@ -56,9 +56,10 @@ class PersistenceContract:
             return PersistenceFixture(factory=lambda: MyBackend(tmp_path), capabilities=...)
     ```
 
-    Each clause is a test ``test_<clause id>`` (a sync test that runs its body with
-    ``asyncio.run``, so pytest-asyncio is not needed). A clause needing a capability the fixture
-    does not declare is skipped with that reason. To mark a clause as a known failure, override
+    Each clause is a test ``test_<clause id>`` (a sync test that runs its body in its own thread
+    and event loop, so pytest-asyncio is not needed, and a backend that never yields still fails
+    at the clause timeout). A clause needing a capability the fixture does not declare is
+    skipped with that reason. To mark a clause as a known failure, override
     it with ``pytest.mark.xfail(reason=...)``; overriding without it fails the self-check.
     """
 

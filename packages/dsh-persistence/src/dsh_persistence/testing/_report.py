@@ -12,7 +12,7 @@ from typing import Any
 
 from dsh_persistence.testing._catalog import CLAUSES
 from dsh_persistence.testing._fixture import PersistenceFixture
-from dsh_persistence.testing._runner import Clause, Status, run_body
+from dsh_persistence.testing._runner import Clause, Status, run_clause
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _run_one(item: Clause, make_fixture: Callable[[], PersistenceFixture]) -> Cl
         asyncio.run(fixture.run_cleanup())
         return ClauseResult(item.id, "skip", reason)
     try:
-        asyncio.run(run_body(item, fixture))
+        run_clause(item, fixture)
     except Exception as error:
         return ClauseResult(item.id, "fail", _describe(error))
     return ClauseResult(item.id, "pass")
@@ -90,8 +90,9 @@ def validate(
     """Run the contract clauses (all, or the ids in ``clauses``) and report each one.
 
     ``make_fixture()`` is called once per clause and must return a ``PersistenceFixture`` over
-    fresh, empty storage. Each clause runs in its own event loop (``asyncio.run``); called from
-    inside a running loop, the clauses run in a worker thread.
+    fresh, empty storage. Each clause runs in its own thread and event loop (a clause stuck in a
+    backend that never yields fails at the clause timeout); called from inside a running loop,
+    the clauses are run from a worker thread.
     """
     wanted = None if clauses is None else set(clauses)
     if wanted is not None:

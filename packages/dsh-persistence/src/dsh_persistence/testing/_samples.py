@@ -21,12 +21,26 @@ def _line(value: dict[str, Any]) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def header(session_id: str, *, cwd: str | None = None, seed_length: int = 0) -> SessionHeader:
-    """A current-format header created at epoch ms 1000; seeded when ``seed_length`` > 0."""
+def header(
+    session_id: str,
+    *,
+    cwd: str | None = None,
+    seed_length: int = 0,
+    parent_session: str | None = None,
+    agent_preset: str | None = None,
+) -> SessionHeader:
+    """A current-format header created at epoch ms 1000; seeded when ``seed_length`` > 0; a
+    subagent's (``origin``, ``delegationDepth`` 2, ``agentPreset``) when ``parent_session`` is
+    given."""
     value: dict[str, Any] = {"type": "session", "version": 0, "id": session_id}
     value["createdAt"] = CREATED_AT
     if cwd is not None:
         value["cwd"] = cwd
+    if parent_session is not None:
+        value["parentSession"] = parent_session
+        value["origin"] = "subagent"
+        value["delegationDepth"] = 2
+        value["agentPreset"] = agent_preset if agent_preset is not None else "reviewer"
     if seed_length:
         value["seedLength"] = seed_length
     decoded, _ = decode_header_line(_line(value))
@@ -87,3 +101,9 @@ def second_turn(start: int = 6) -> list[SessionEvent]:
 def unknown_event(seq: int, *, ignorable: bool | None = None) -> SessionEvent:
     """An event of a type no build knows (``mystery/event``), optionally ignorable."""
     return event("mystery/event", seq, {"note": "from the future", "n": 1}, ignorable=ignorable)
+
+
+def nested_event(seq: int) -> SessionEvent:
+    """An ignorable unknown event whose data nests dicts and lists (something to mutate)."""
+    data = {"outer": {"inner": {"list": [1, {"deep": "value"}]}, "tags": ["a", "b"]}, "n": 1}
+    return event("mystery/nested", seq, data, ignorable=True)
