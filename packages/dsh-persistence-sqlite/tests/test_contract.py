@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from dsh_persistence.testing import PersistenceContract, PersistenceFixture
+from dsh_persistence_sqlite._text import to_column
 
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
 TORN_LINE = b'{"type":"turn/start","seq":99,"ti'
+DAMAGED_LINE = b'{"type":"user/mes\x00sage" this row was damaged on disk'
 
 
 def _insert_torn_row(path: Path, session_id: str) -> None:
@@ -32,6 +34,21 @@ def _insert_torn_row(path: Path, session_id: str) -> None:
         connection.close()
 
 
+def damage_row(path: Path, session_id: str, seq: int) -> None:
+    """Out of band, in place: the row holding event ``seq`` no longer decodes (its line becomes
+    text that is not JSON); every other row is left as it is."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        cursor = connection.execute(
+            "UPDATE events SET compressed = 0, line = CAST(? AS TEXT) "
+            "WHERE session_id = ? AND seq <= ? AND last_seq >= ?",
+            (DAMAGED_LINE, to_column(session_id), seq, seq),
+        )
+        assert cursor.rowcount == 1, f"no row holds seq {seq} of {session_id!r}"
+    finally:
+        connection.close()
+
+
 class TestSqlitePersistenceContract(PersistenceContract):
     """Every clause, once per selected variant (the ``variant`` fixture of conftest.py)."""
 
@@ -40,10 +57,14 @@ class TestSqlitePersistenceContract(PersistenceContract):
         async def corrupt_tail(session_id: str) -> None:
             await asyncio.to_thread(_insert_torn_row, db_path, session_id)
 
+        async def damage_event(session_id: str, seq: int) -> None:
+            await asyncio.to_thread(damage_row, db_path, session_id, seq)
+
         return PersistenceFixture(
             factory=lambda: variant.make(db_path),
-            capabilities=frozenset({"reopen", "cross_process", "corrupt_tail"}),
+            capabilities=frozenset({"reopen", "cross_process", "corrupt_tail", "damage_event"}),
             corrupt_tail=corrupt_tail,
+            damage_event=damage_event,
             child_factory=CHILD_FACTORY,
             child_args={"path": str(db_path), **variant.child_args},
         )

@@ -19,7 +19,7 @@ from dsh_persistence import (
     flush_handles,
     materialize_create_header,
 )
-from dsh_persistence_sqlite._handle import Access, SqliteSessionHandle
+from dsh_persistence_sqlite._handle import Access, HandleServices, SqliteSessionHandle
 from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
 from dsh_persistence_sqlite._store import Store
 from dsh_persistence_sqlite._worker import DatabaseThread
@@ -91,6 +91,13 @@ class SqlitePersistence:
         self._handles: set[SqliteSessionHandle] = set()
         self._tokens = itertools.count(1)
         self._closed = False
+        self._services = HandleServices(
+            submit=self._submit,
+            store=self._store,
+            pack_chunks=pack_chunks,
+            is_pending=self._is_pending,
+            forget=self._forget,
+        )
 
     @property
     def path(self) -> Path:
@@ -160,7 +167,7 @@ class SqlitePersistence:
         if session_id in self._pending or session_id in self._writers:
             raise SessionAlreadyExistsError(session_id)
         handle = SqliteSessionHandle(
-            self,
+            self._services,
             header=header,
             inherited_event_count=inherited_event_count,
             access="write",
@@ -227,7 +234,7 @@ class SqlitePersistence:
             lock.release()
             raise
         return SqliteSessionHandle(
-            self,
+            self._services,
             header=tail.stored.header,
             inherited_event_count=tail.stored.inherited_event_count,
             access="write",
@@ -247,7 +254,7 @@ class SqlitePersistence:
                 raise SessionPersistenceNotFoundError(session_id)
             header, inherited = stored.header, stored.inherited_event_count
         handle = SqliteSessionHandle(
-            self,
+            self._services,
             header=header,
             inherited_event_count=inherited,
             access="read",

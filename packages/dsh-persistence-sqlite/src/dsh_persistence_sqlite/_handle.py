@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import Any, Literal, Self
 
 from dsh_persistence import (
     SessionHandleClosedError,
@@ -15,13 +16,28 @@ from dsh_persistence import (
 )
 from dsh_persistence_sqlite._lock import SessionLock
 from dsh_persistence_sqlite._rows import encode_batch, rows_of_batch
-from dsh_persistence_sqlite._store import now_ms
+from dsh_persistence_sqlite._store import Store, now_ms
 from dsh_session import SessionEvent, SessionHeader
 
-if TYPE_CHECKING:
-    from dsh_persistence_sqlite._backend import SqlitePersistence
-
 Access = Literal["read", "write"]
+
+
+@dataclass(frozen=True, slots=True)
+class HandleServices:
+    """What a handle needs from the instance that made it (and nothing else of it).
+
+    - ``submit(fn, *args)``: run ``fn`` on the instance's database thread, in call order;
+    - ``store``: the instance's ``Store`` (only used on that thread);
+    - ``pack_chunks``: whether appends store runs of chunk events as packed rows;
+    - ``is_pending(session_id)``: whether the id is a created session not yet written;
+    - ``forget(handle)``: drop a closed handle from the instance's books.
+    """
+
+    submit: Callable[..., asyncio.Future[Any]]
+    store: Store
+    pack_chunks: bool
+    is_pending: Callable[[str], bool]
+    forget: Callable[[SqliteSessionHandle], None]
 
 
 class SqliteSessionHandle:
@@ -36,7 +52,7 @@ class SqliteSessionHandle:
 
     def __init__(
         self,
-        backend: SqlitePersistence,
+        services: HandleServices,
         *,
         header: SessionHeader,
         inherited_event_count: int,
@@ -46,7 +62,7 @@ class SqliteSessionHandle:
         torn_seq: int | None = None,
         lock: SessionLock | None = None,
     ) -> None:
-        self._backend = backend
+        self._services = services
         self._header = header
         self._inherited = inherited_event_count
         self._access: Access = access
@@ -94,16 +110,18 @@ class SqliteSessionHandle:
             raise SessionHandleClosedError(self.id, operation=operation)
 
     async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
-        """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end)."""
+        """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end;
+        any non-negative ints, however large)."""
         self._check_open("read")
         check_read_range(offset, length)
-        return await self._backend._submit(self._read_sync, offset, length)
+        events: list[SessionEvent] = await self._services.submit(self._read_sync, offset, length)
+        return events
 
     def _read_sync(self, offset: int, length: int | None) -> list[SessionEvent]:
-        store = self._backend._store
+        store = self._services.store
         if self._access == "write" and not self._materialized:
             return []
-        must_exist = not self._backend._is_pending(self.id)
+        must_exist = not self._services.is_pending(self.id)
         events = store.read(self.id, offset, length, must_exist=must_exist)
         if events is None:
             return []
@@ -128,17 +146,17 @@ class SqliteSessionHandle:
         lines = encode_batch(self.id, events)
         if not lines:
             return
-        await self._backend._submit(self._append_sync, tuple(events), lines)
+        await self._services.submit(self._append_sync, tuple(events), lines)
 
     def _append_sync(self, events: Sequence[SessionEvent], lines: list[bytes]) -> None:
-        store = self._backend._store
+        store = self._services.store
         rows = rows_of_batch(
             self.id,
             events,
             lines,
             first_seq=self._next_seq,
             written_at=now_ms(),
-            pack_chunks=self._backend.pack_chunks,
+            pack_chunks=self._services.pack_chunks,
             compressor=store.compressor,
         )
         if not self._materialized:
@@ -159,12 +177,12 @@ class SqliteSessionHandle:
         self._touched = True
         if self._materialized:
             return  # every append that returned was committed with synchronous=FULL
-        await self._backend._submit(self._flush_sync)
+        await self._services.submit(self._flush_sync)
 
     def _flush_sync(self) -> None:
         self._touched = True
         if not self._materialized:
-            self._backend._store.materialize(self._header, self._inherited, [])
+            self._services.store.materialize(self._header, self._inherited, [])
             self._materialized = True
 
     async def close(self) -> None:
@@ -176,10 +194,10 @@ class SqliteSessionHandle:
 
     async def _close(self) -> None:
         try:
-            await self._backend._submit(self._release_sync)
+            await self._services.submit(self._release_sync)
         finally:
             self._release_sync()  # idempotent: releases here if the thread could not
-            self._backend._forget(self)
+            self._services.forget(self)
 
     def _release_sync(self) -> None:
         lock, self._lock = self._lock, None

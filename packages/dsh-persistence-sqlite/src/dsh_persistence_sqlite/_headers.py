@@ -2,7 +2,8 @@
 
 Decoding checks every column against the header model's own rules (types, ranges, an absolute
 ``cwd``) and then copies a template header, which is several times faster than validating the
-model afresh — ``list()`` builds one per session.
+model afresh — ``list()`` builds one per session. Text columns hold ``_text.to_column``'s form
+(a string with a lone surrogate is escaped, the id's column included).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import functools
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from dsh_persistence_sqlite._text import from_column, optional_to_column
 from dsh_session import SessionHeader
 
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -19,15 +21,15 @@ _TEMPLATE = SessionHeader(id="template", created_at=0)
 
 def header_columns(header: SessionHeader) -> tuple[Any, ...]:
     """``(version, created_at, cwd, parent_session, origin, delegation_depth, agent_preset,
-    is_seeded)`` of ``header``."""
+    is_seeded)`` of ``header``, text in its column form."""
     return (
         header.version,
         header.created_at,
-        header.cwd,
-        header.parent_session,
-        header.origin,
+        optional_to_column(header.cwd),
+        optional_to_column(header.parent_session),
+        optional_to_column(header.origin),
         header.delegation_depth,
-        header.agent_preset,
+        optional_to_column(header.agent_preset),
         int(header.is_seeded),
     )
 
@@ -67,7 +69,20 @@ def header_problem(row: tuple[Any, ...]) -> str | None:
 
 
 def header_from_columns(row: tuple[Any, ...]) -> SessionHeader:
-    """The header stored in columns (see ``header_problem``); raises ``ValueError``."""
+    """The header stored in columns (see ``header_problem``), text columns in their stored form
+    (``_text.to_column``); raises ``ValueError``."""
+    session_id, version, created_at, cwd, parent, origin, depth, preset, seeded = row
+    row = (
+        from_column(session_id),
+        version,
+        created_at,
+        from_column(cwd),
+        from_column(parent),
+        from_column(origin),
+        depth,
+        from_column(preset),
+        seeded,
+    )
     problem = header_problem(row)
     if problem is not None:
         raise ValueError(problem)

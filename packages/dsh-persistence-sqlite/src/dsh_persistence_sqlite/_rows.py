@@ -7,7 +7,8 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous
+from dsh_persistence import assert_contiguous, refuse_reserved_type
+from dsh_persistence_sqlite._text import to_column
 from dsh_session import (
     LosslessJsonError,
     SessionEvent,
@@ -39,7 +40,9 @@ def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]
     to the caller's objects cannot reach it).
 
     Raises ``TypeError`` for a batch that is not a sequence of session events, or an event
-    whose data is not losslessly JSON-serializable (the message says so). The events were
+    whose data is not losslessly JSON-serializable (the message says so), and ``ValueError``
+    for an event whose type is a packed chunk row's name (``refuse_reserved_type``): nothing of
+    the batch is stored then. The events were
     validated when they were built (``decode_event``/``make_event``); they are not decoded again.
     """
     given: object = events
@@ -52,6 +55,7 @@ def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]
                 f"session {session_id!r}: item at index {index} is not a session event "
                 f"({type(event).__name__})"
             )
+        refuse_reserved_type(session_id, index, event.type)
         try:
             lines.append(encode_event(event))
         except LosslessJsonError as error:
@@ -130,11 +134,12 @@ def rows_of_batch(
     """The rows storing ``events`` (whose canonical ``lines`` are given) in order.
 
     Raises ``ValueError`` (``assert_contiguous``'s) unless the events' seqs run from
-    ``first_seq`` on.
+    ``first_seq`` on. The id and type columns hold their ``_text.to_column`` form.
     """
+    key = to_column(session_id)
     if pack_chunks:
         assert_contiguous(session_id, events, first_seq)
-        return _packed_rows(session_id, events, written_at, compressor)
+        return _packed_rows(key, events, written_at, compressor)
     rows: list[Row] = []
     append = rows.append
     seq = first_seq
@@ -143,13 +148,14 @@ def rows_of_batch(
         if wire["seq"] != seq:
             assert_contiguous(session_id, events, first_seq)  # raises, naming the index
         compressed, payload = _stored_form(line, compressor)
-        append((session_id, seq, seq, wire["type"], wire["time"], compressed, payload, written_at))
+        kind = to_column(wire["type"])
+        append((key, seq, seq, kind, wire["time"], compressed, payload, written_at))
         seq += 1
     return rows
 
 
 def _packed_rows(
-    session_id: str,
+    key: str,
     events: Sequence[SessionEvent],
     written_at: int,
     compressor: zstandard.ZstdCompressor | None,
@@ -170,11 +176,9 @@ def _packed_rows(
         first = events[index]
         last = row_last_seq(line)
         count = last - first.seq + 1
-        kind = first.type if count == 1 else _tag(line)
+        kind = to_column(first.type) if count == 1 else _tag(line)
         compressed, payload = _stored_form(line, compressor)
-        rows.append(
-            (session_id, first.seq, last, kind, first.time, compressed, payload, written_at)
-        )
+        rows.append((key, first.seq, last, kind, first.time, compressed, payload, written_at))
         index += count
     return rows
 

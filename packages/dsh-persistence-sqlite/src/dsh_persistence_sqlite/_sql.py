@@ -124,10 +124,6 @@ table's ``CHECK`` refuses any other pairing)."""
 
 DELETE_ROW = "DELETE FROM events WHERE session_id = ? AND seq = ?"
 
-SELECT_LAST_ROWS = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
-WHERE session_id = ? ORDER BY seq DESC LIMIT 2"""
-"""The last two physical rows (newest first): the tail check of a write open."""
-
 SELECT_LAST_ROW_SEQ = "SELECT seq FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1"
 
 SELECT_ROWS_FROM = """SELECT seq, last_seq, compressed, line FROM events
@@ -138,9 +134,3 @@ as ``str`` (the parser reads a ``str`` faster than the same ``bytes``) or, compr
 SELECT_ROWS_RANGE = """SELECT seq, last_seq, compressed, line FROM events
 WHERE session_id = ? AND seq >= ? AND last_seq >= ? AND seq < ? ORDER BY seq"""
 """``SELECT_ROWS_FROM`` bounded above: (id, offset - max pack + 1, offset, end)."""
-
-SELECT_SCALAR_TYPES = "SELECT DISTINCT type FROM events WHERE session_id = ? AND seq = last_seq"
-"""The event types of a log's one-event rows (a write open's vocabulary check)."""
-
-SELECT_SCALAR_ROWS_OF_TYPE = """SELECT seq, last_seq, compressed, CAST(line AS BLOB) FROM events
-WHERE session_id = ? AND type = ? AND seq = last_seq ORDER BY seq"""

@@ -31,13 +31,13 @@ from dsh_persistence import (
 from dsh_persistence_sqlite import _sql as sql
 from dsh_persistence_sqlite._db import open_database
 from dsh_persistence_sqlite._headers import header_columns, header_from_columns
-from dsh_persistence_sqlite._read import READ_BATCH, ROW_ERRORS, RowsDecoder
+from dsh_persistence_sqlite._read import READ_BATCH, RowsDecoder
 from dsh_persistence_sqlite._rows import (
     COMPRESSION_LEVEL,
     MAX_PACK_MEMBERS,
     Row,
-    decode_stored_row,
 )
+from dsh_persistence_sqlite._text import from_column, to_column
 from dsh_session import (
     SessionEvent,
     SessionFormatError,
@@ -46,6 +46,10 @@ from dsh_session import (
 )
 
 _HEADER_CACHE_SIZE = 65536
+
+MAX_SEQ = 2**63 - 1
+"""The largest INTEGER SQLite stores: no row has a seq above it, so a read from beyond it is
+empty and a range ending beyond it runs to the end (a larger bound would not bind)."""
 
 
 @contextlib.contextmanager
@@ -150,10 +154,15 @@ class Store:
         )
 
     def _stored(self, row: Sequence[Any]) -> StoredSession:
-        session_id = row[0]
+        key = row[0]
+        try:
+            session_id = from_column(key)
+        except ValueError as error:
+            raise self.corruption(str(key), f"bad id column: {error}") from error
+        assert isinstance(session_id, str)
         assert_format_version(session_id, row[1], artifact=self.artifact)
         columns = tuple(row[:9])
-        cached = self._headers.get(session_id)
+        cached = self._headers.get(key)
         if cached is not None and cached[0] == columns:
             header = cached[1]  # headers are immutable: reuse the one built for these columns
         else:
@@ -163,7 +172,7 @@ class Store:
                 raise self.corruption(session_id, f"bad header columns: {error}") from error
             if len(self._headers) >= _HEADER_CACHE_SIZE:
                 self._headers.clear()
-            self._headers[session_id] = (columns, header)
+            self._headers[key] = (columns, header)
         last_seq, written_at = row[13], row[14]
         return StoredSession(
             header=header,
@@ -176,11 +185,12 @@ class Store:
 
     def exists(self, session_id: str) -> bool:
         """Whether a session row with this id is stored."""
-        return self.connection().execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is not None
+        key = to_column(session_id)
+        return self.connection().execute(sql.SESSION_EXISTS, (key,)).fetchone() is not None
 
     def load(self, session_id: str) -> StoredSession | None:
         """The stored session (version checked first), or ``None``."""
-        row = self.connection().execute(sql.SELECT_SESSION, (session_id,)).fetchone()
+        row = self.connection().execute(sql.SELECT_SESSION, (to_column(session_id),)).fetchone()
         return None if row is None else self._stored(row)
 
     def snapshot(self, session_id: str) -> SessionSnapshot | None:
@@ -222,7 +232,7 @@ class Store:
     ) -> None:
         """Insert a session row (inside a write transaction)."""
         values = (
-            header.id,
+            to_column(header.id),
             *header_columns(header),
             inherited_event_count,
             uuid.uuid4().hex,
@@ -248,19 +258,20 @@ class Store:
 
     def append(self, session_id: str, rows: Sequence[Row], torn_seq: int | None) -> None:
         """Append rows to a stored session in one transaction (dropping a torn final row
-        first, which counts as a rewrite)."""
+        first, which counts as a rewrite). The rows carry the id's column form."""
+        key = to_column(session_id)
         connection = self.connection()
         connection.execute(sql.BEGIN_IMMEDIATE)  # the hot path: no context manager
         try:
             if torn_seq is not None:
-                connection.execute(sql.DELETE_ROW, (session_id, torn_seq))
-                cursor = connection.execute(sql.UPDATE_AFTER_REWRITE, (now_ms(), session_id))
+                connection.execute(sql.DELETE_ROW, (key, torn_seq))
+                cursor = connection.execute(sql.UPDATE_AFTER_REWRITE, (now_ms(), key))
                 if cursor.rowcount != 1:
                     raise SessionPersistenceNotFoundError(session_id)
             try:
                 connection.executemany(sql.INSERT_ROW, rows)
             except sqlite3.IntegrityError as error:
-                if connection.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
+                if connection.execute(sql.SESSION_EXISTS, (key,)).fetchone() is None:
                     raise SessionPersistenceNotFoundError(session_id) from error
                 raise SessionOwnershipLostError(
                     session_id,
@@ -281,22 +292,26 @@ class Store:
         """Logical events ``offset``.. (at most ``length``); ``None`` when no such session.
 
         A malformed *final* row is a torn tail and is not served; any other bad row, or a gap
-        in the seqs, is corruption.
+        in the seqs, is corruption. Any non-negative ``offset``/``length`` is accepted, however
+        large.
         """
         anchor = max(0, offset - MAX_PACK_MEMBERS + 1)
+        key = to_column(session_id)
         with self.read_transaction() as connection:
-            if connection.execute(sql.SESSION_EXISTS, (session_id,)).fetchone() is None:
+            if connection.execute(sql.SESSION_EXISTS, (key,)).fetchone() is None:
                 if must_exist:
                     raise SessionPersistenceNotFoundError(session_id)
                 return None
-            if length == 0:
+            if length == 0 or offset > MAX_SEQ:
                 return []
-            last = connection.execute(sql.SELECT_LAST_ROW_SEQ, (session_id,)).fetchone()
+            if length is not None and offset + length > MAX_SEQ:
+                length = None  # "to the end": no seq is that large
+            last = connection.execute(sql.SELECT_LAST_ROW_SEQ, (key,)).fetchone()
             if length is None:
-                cursor = connection.execute(sql.SELECT_ROWS_FROM, (session_id, anchor, offset))
+                cursor = connection.execute(sql.SELECT_ROWS_FROM, (key, anchor, offset))
             else:
                 cursor = connection.execute(
-                    sql.SELECT_ROWS_RANGE, (session_id, anchor, offset, offset + length)
+                    sql.SELECT_ROWS_RANGE, (key, anchor, offset, offset + length)
                 )
             decoder = RowsDecoder(
                 offset,
@@ -314,35 +329,33 @@ class Store:
         return events
 
     def open_for_write(self, session_id: str) -> WriteTail:
-        """A write open's checks: header (version first), the tail (torn final row?), and the
-        vocabulary (an unknown type not marked ignorable is refused, naming the type)."""
+        """A write open's checks, over the whole log as a JSONL write open does: the header
+        (version first); every row decodes and the seqs run on (a bad row with rows after it
+        is corruption naming the row, never dropped); a bad *final* row is a torn tail to drop
+        on the next append; no event of an unknown type lacks ``ignorable`` (refused, naming the
+        type)."""
+        key = to_column(session_id)
         with self.read_transaction() as connection:
             stored = self.load(session_id)
             if stored is None:
                 raise SessionPersistenceNotFoundError(session_id)
-            next_seq, torn = 0, None
-            last_rows = connection.execute(sql.SELECT_LAST_ROWS, (session_id,)).fetchall()
-            for index, (seq, last_seq, compressed, payload) in enumerate(last_rows):
-                try:
-                    decode_stored_row(seq, last_seq, compressed, payload)
-                except ROW_ERRORS as error:
-                    if index == 0:
-                        torn = seq
-                        continue
-                    raise self.corruption(session_id, str(error), seq) from error
-                next_seq = last_seq + 1
-                break
-            types = [row[0] for row in connection.execute(sql.SELECT_SCALAR_TYPES, (session_id,))]
-            for kind in types:
-                if is_known_event_type(kind):
-                    continue
-                cursor = connection.execute(sql.SELECT_SCALAR_ROWS_OF_TYPE, (session_id, kind))
-                for seq, last_seq, compressed, payload in cursor:
-                    if seq == torn:
-                        continue
-                    try:
-                        (event,) = decode_stored_row(seq, last_seq, compressed, payload)
-                    except ROW_ERRORS as error:
-                        raise self.corruption(session_id, str(error), seq) from error
-                    assert_writable_event(session_id, event, artifact=self.artifact)
+            last = connection.execute(sql.SELECT_LAST_ROW_SEQ, (key,)).fetchone()
+            cursor = connection.execute(sql.SELECT_ROWS_FROM, (key, 0, 0))
+            decoder = RowsDecoder(
+                0,
+                None if last is None else last[0],
+                lambda reason, seq: self.corruption(session_id, reason, seq),
+            )
+            next_seq = 0
+            with gc_paused():
+                while not decoder.torn and (rows := cursor.fetchmany(READ_BATCH)):
+                    decoder.feed(rows)
+                    events = decoder.events
+                    if events:
+                        next_seq = events[-1].seq + 1
+                        for event in events:
+                            if not is_known_event_type(event.type):
+                                assert_writable_event(session_id, event, artifact=self.artifact)
+                        events.clear()  # checked: a long log is not held in memory
+        torn = last[0] if decoder.torn and last is not None else None
         return WriteTail(stored, next_seq, torn)
