@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from dsh_persistence_jsonl._zstdframes import FrameTooLargeError
 from dsh_session import SessionEvent, decode_row, decode_rows
 
 
@@ -174,6 +175,8 @@ def scan_frames_plaintext(
                 f"{failed[1]}; the frame at byte {start} after it is complete, so this is damage "
                 "inside the log, not a torn tail",
             )
+        if isinstance(plaintext, FrameTooLargeError):
+            raise LogDamage(line_no, str(plaintext))
         if isinstance(plaintext, Exception):
             failed = (start, plaintext)
             continue

@@ -35,6 +35,15 @@ faulted in ~14,000 fresh pages, and its lines never reused memory)."""
 _READS = 5
 """At most this many reads of a log whose bytes changed under a read that found damage."""
 
+MAX_HEADER_LINE = 1024 * 1024
+"""The longest header line (line 1, or the plaintext of the first zstd frame) a read accepts:
+1 MiB. A real header is a few hundred bytes (its largest field, a title, is a line of text); a
+longer first line is corruption naming line 1, found after reading at most this many bytes."""
+
+
+_MAX_HEADER_FRAME = 2 * MAX_HEADER_LINE
+"""Compressed bytes read looking for the header frame (zstd never expands data by half)."""
+
 
 def revision_of(st: os.stat_result) -> str:
     """``dev:ino:size:mtime_ns:ctime_ns`` — equal iff the artifact did not change."""
@@ -59,11 +68,31 @@ HeaderDecoder = Callable[[bytes], tuple[SessionHeader, int]]
 """Decodes a physical header line to ``(header, inherited_event_count)``; version first."""
 
 
+def _header_too_long() -> LogDamage:
+    return LogDamage(1, f"the header line is longer than the {MAX_HEADER_LINE} byte cap")
+
+
 def _split_header_plain(data: bytes) -> tuple[bytes, int]:
-    newline = data.find(b"\n")
+    newline = data.find(b"\n", 0, MAX_HEADER_LINE + 1)
     if newline == -1:
+        if len(data) > MAX_HEADER_LINE:
+            raise _header_too_long()
         raise LogDamage(1, "the header line is incomplete")
     return data[:newline], newline + 1
+
+
+def _read_first_line(read: Callable[[int], bytes], first: bytes) -> bytes:
+    """``first`` and further ``read(n)`` pieces until one holds a newline or the header cap is
+    passed; each piece is searched once (linear in the line's length)."""
+    pieces = [first]
+    total = len(first)
+    while b"\n" not in pieces[-1] and total <= MAX_HEADER_LINE:
+        more = read(max(_HEADER_CHUNK, total))
+        if not more:
+            break
+        pieces.append(more)
+        total += len(more)
+    return b"".join(pieces) if len(pieces) > 1 else pieces[0]
 
 
 def _feed_plain(f: BinaryIO, scanner: PlainScanner, data: bytes, offset: int) -> int:
@@ -95,13 +124,7 @@ def load_plain(
 ) -> tuple[SessionHeader, int, bytes, int, BodyScan, int]:
     """Header, cut, header line, header end offset, scanned body and size of a plain log read
     from ``f`` (at offset 0); the header is decoded, version first, before the body is scanned."""
-    pieces = [f.read(_BLOCK)]
-    while b"\n" not in pieces[-1]:
-        more = f.read(_BLOCK)
-        if not more:
-            break
-        pieces.append(more)
-    data = b"".join(pieces) if len(pieces) > 1 else pieces[0]
+    data = _read_first_line(lambda _n: f.read(_BLOCK), f.read(_BLOCK))
     header_line, header_end = _split_header_plain(data)
     header, inherited = decode(header_line)
     scanner = PlainScanner(base=header_end, expected_seq=0, first_line=2)
@@ -121,7 +144,7 @@ def _header_frame(
         raise LogDamage(1, "the file holds no complete zstd frame (no header frame)")
     start, end = scan.frames[0]
     try:
-        plaintext = decompress_frame(memoryview(data)[start:end], start)
+        plaintext = decompress_frame(memoryview(data)[start:end], start, MAX_HEADER_LINE + 1)
     except FrameError as exc:
         raise LogDamage(1, str(exc)) from exc
     if not plaintext.endswith(b"\n") or plaintext.count(b"\n") != 1:
@@ -307,11 +330,16 @@ def read_header_info(
             fd, st.st_size if _HEADER_CHUNK < st.st_size <= _WHOLE_READ else _HEADER_CHUNK, 0
         )
         if compression == "none":
-            while b"\n" not in head and len(head) < st.st_size:
-                more = os.pread(fd, _HEADER_CHUNK * 8, len(head))
-                if not more:
-                    break
-                head += more
+            if b"\n" not in head and len(head) < st.st_size:
+                read = len(head)
+
+                def more(n: int) -> bytes:
+                    nonlocal read
+                    piece = os.pread(fd, n, read)
+                    read += len(piece)
+                    return piece
+
+                head = _read_first_line(more, head)
             header_line, header_end = _split_header_plain(head)
             count = _last_row_count(fd, st.st_size, header_end, head)
             return HeaderInfo(header_line, st, count)
@@ -320,7 +348,7 @@ def read_header_info(
                 header_line, _end, _frames, _torn = _header_frame(head, only_header=True)
                 break
             except LogDamage:
-                if len(head) >= st.st_size:
+                if len(head) >= st.st_size or len(head) > _MAX_HEADER_FRAME:
                     raise
                 more = os.pread(fd, max(len(head), _HEADER_CHUNK), len(head))
                 if not more:

@@ -40,6 +40,10 @@ class FrameError(ValueError):
         self.reason = reason
 
 
+class FrameTooLargeError(FrameError):
+    """A frame whose plaintext passes the cap: refused whatever its place (never a torn tail)."""
+
+
 @dataclass(frozen=True, slots=True)
 class FrameScan:
     """Complete frames as ``(start, end)`` byte spans, and where a torn final frame starts."""
@@ -123,7 +127,9 @@ def decompress_frame(frame: bytes | memoryview, offset: int, limit: int | None =
     except zstandard.ZstdError as exc:
         raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
     if declared > cap:
-        raise FrameError(offset, f"declares {declared} bytes of content, beyond the {cap} cap")
+        raise FrameTooLargeError(
+            offset, f"declares {declared} bytes of content, beyond the {cap} byte cap of a frame"
+        )
     if declared < 0:
         return _decompress_bounded(decompressor, frame, offset, cap)
     try:
@@ -146,7 +152,7 @@ def _decompress_bounded(
         ):
             total += len(piece)
             if total > cap:
-                raise FrameError(offset, f"expands beyond the {cap} byte cap of a frame")
+                raise FrameTooLargeError(offset, f"expands beyond the {cap} byte cap of a frame")
             pieces.append(piece)
     except zstandard.ZstdError as exc:
         raise FrameError(offset, f"cannot be decompressed ({exc})") from exc
