@@ -8,11 +8,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Self
+from typing import Literal, Protocol, Self
 
 from dsh_persistence import (
     AppendBatch,
     SessionHandleClosedError,
+    SessionPersistenceError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
     assert_contiguous,
@@ -23,14 +24,39 @@ from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._fileio import append_with_rollback
 from dsh_persistence_jsonl._lock import SessionLock
 from dsh_persistence_jsonl._scan import LogDamage
-from dsh_persistence_jsonl._store import read_suffix
+from dsh_persistence_jsonl._store import Compression, LoadedLog, read_suffix
 from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionEvent, SessionHeader, decode_event, encode_rows
 
-if TYPE_CHECKING:
-    from dsh_persistence_jsonl._backend import JsonlPersistence
-
 Access = Literal["read", "write"]
+
+
+class HandleOwner(Protocol):
+    """What a handle needs from the backend that made it (``JsonlPersistence``), so this module
+    does not import the backend's."""
+
+    @property
+    def compression(self) -> Compression:
+        """The root's encoding."""
+        ...
+
+    @property
+    def pack_chunks(self) -> bool:
+        """Whether appended chunk runs are packed."""
+        ...
+
+    async def _materialize(self, handle: JsonlSessionHandle, payload: bytes) -> None: ...
+
+    async def _path_of_created(self, session_id: str) -> Path | None: ...
+
+    def _load_for_read(self, session_id: str, path: Path) -> LoadedLog: ...
+
+    def _damage(
+        self, session_id: str, path: Path, damage: LogDamage
+    ) -> SessionPersistenceError: ...
+
+    def _forget(self, handle: JsonlSessionHandle) -> None: ...
+
 
 INLINE_FSYNC_LIMIT = 0.002
 """Seconds: while this handle's last ``fsync`` took less, the next one runs on the event loop
@@ -48,7 +74,7 @@ class JsonlSessionHandle:
 
     def __init__(
         self,
-        backend: JsonlPersistence,
+        backend: HandleOwner,
         *,
         header: SessionHeader,
         header_line: bytes,

@@ -333,13 +333,13 @@ def read_header_info(
             if b"\n" not in head and len(head) < st.st_size:
                 read = len(head)
 
-                def more(n: int) -> bytes:
+                def read_more(n: int) -> bytes:
                     nonlocal read
                     piece = os.pread(fd, n, read)
                     read += len(piece)
                     return piece
 
-                head = _read_first_line(more, head)
+                head = _read_first_line(read_more, head)
             header_line, header_end = _split_header_plain(head)
             count = _last_row_count(fd, st.st_size, header_end, head)
             return HeaderInfo(header_line, st, count)
