@@ -281,3 +281,73 @@ def test_a_path_that_is_not_a_file_is_refused_at_construction(path: str) -> None
 def test_the_database_is_not_opened_by_the_constructor(db_path: Path) -> None:
     SqlitePersistence(db_path)
     assert not db_path.exists()
+
+
+def _files_and_bytes(path: Path) -> dict[str, bytes]:
+    """The database file and every sibling SQLite may create (-wal, -shm, -journal)."""
+    return {p.name: p.read_bytes() for p in sorted(path.parent.iterdir())}
+
+
+def _write(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+
+
+def _foreign(path: Path, *, application_id: int, wal: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = _raw(path)
+    if wal:
+        raw.execute("PRAGMA journal_mode = WAL")
+    if application_id:
+        raw.execute(f"PRAGMA application_id = {application_id}")
+    raw.execute("CREATE TABLE notes (body TEXT)")
+    raw.execute("INSERT INTO notes VALUES ('keep me')")
+    raw.close()
+
+
+@pytest.mark.parametrize("application_id", [0x12345678, 0])
+async def test_a_foreign_database_is_refused_before_anything_writes_to_it(
+    db_path: Path, application_id: int
+) -> None:
+    _foreign(db_path, application_id=application_id)
+    before = _files_and_bytes(db_path)
+    assert list(before) == [db_path.name]  # a rollback-journal database: no -wal, no -shm
+    with pytest.raises(ForeignDatabaseError) as info:
+        await _touch(db_path)
+    assert info.value.path == str(db_path)
+    assert _files_and_bytes(db_path) == before  # not switched to WAL, no file left beside it
+    raw = _raw(db_path)
+    assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    raw.close()
+
+
+async def test_a_foreign_wal_database_is_refused_without_opening_it(db_path: Path) -> None:
+    _foreign(db_path, application_id=0x12345678, wal=True)
+    before = _files_and_bytes(db_path)
+    assert list(before) == [db_path.name]  # its last connection closed: -wal and -shm removed
+    with pytest.raises(ForeignDatabaseError, match="0x12345678"):
+        await _touch(db_path)
+    assert _files_and_bytes(db_path) == before
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"this is a text file, not a database\n" * 200, b"SQLite format 3\x00 but short", b"x"],
+)
+async def test_a_file_that_is_not_a_database_is_refused_by_path_and_left_unchanged(
+    db_path: Path, content: bytes
+) -> None:
+    _write(db_path, content)
+    with pytest.raises(ForeignDatabaseError, match="not an SQLite database") as info:
+        await _touch(db_path)
+    assert info.value.path == str(db_path)
+    assert str(db_path) in str(info.value)
+    assert _files_and_bytes(db_path) == {db_path.name: content}
+
+
+async def test_an_empty_file_is_a_pristine_database_and_becomes_ours(db_path: Path) -> None:
+    _write(db_path, b"")
+    await _touch(db_path)
+    raw = _raw(db_path)
+    assert raw.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    raw.close()

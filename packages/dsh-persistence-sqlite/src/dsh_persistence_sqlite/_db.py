@@ -1,4 +1,10 @@
-"""Opening the database file: path safety, connection pragmas (read back), schema init/check."""
+"""Opening the database file: path safety, connection pragmas (read back), schema init/check.
+
+A file that is not ours is refused before anything writes to it: the first 100 bytes (the SQLite
+header, read as plain bytes) must be absent, or an SQLite header whose ``application_id`` is 0 or
+ours; then the identity is checked through SQLite in a read transaction; only after that does
+the connection switch the file to WAL (which writes the header) or initialize a pristine file.
+"""
 
 from __future__ import annotations
 
@@ -56,6 +62,42 @@ def _create_file(path: Path) -> None:
     os.close(fd)
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+_APPLICATION_ID_AT = 68  # big-endian 32-bit, per the file format's database header
+
+
+def _check_header(path: Path) -> None:
+    """Refuse, from its first bytes alone, a file that is not an SQLite database or is another
+    application's (a non-zero ``application_id`` that is not ours). An empty file passes (a
+    pristine database); an id of 0 passes to the check through SQLite (ours may not be
+    checkpointed into the file yet)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        head = os.read(fd, _HEADER_SIZE)
+    finally:
+        os.close(fd)
+    if not head:
+        return
+    if len(head) < _HEADER_SIZE or not head.startswith(_SQLITE_MAGIC):
+        raise ForeignDatabaseError(
+            str(path), "not an SQLite database (the file does not start with an SQLite header)"
+        )
+    application_id = int.from_bytes(head[_APPLICATION_ID_AT : _APPLICATION_ID_AT + 4], "big")
+    if application_id not in (0, sql.APPLICATION_ID):
+        raise ForeignDatabaseError(str(path), _foreign_reason(application_id))
+
+
+def _foreign_reason(application_id: int) -> str:
+    what = (
+        f"its application_id is {application_id:#010x}"
+        if application_id
+        else "it holds tables but has no application_id"
+    )
+    return f"not a dsh session database ({what}; expected {sql.APPLICATION_ID:#010x})"
+
+
 def _pragma(connection: sqlite3.Connection, statement: str) -> object:
     row = connection.execute(statement).fetchone()
     return None if row is None else row[0]
@@ -83,7 +125,12 @@ def _set_journal_wal(connection: sqlite3.Connection, path: Path, deadline: float
 
 def configure(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int) -> None:
     """Set every pragma this backend relies on and read each one back."""
-    deadline = time.monotonic() + busy_timeout_ms / 1000
+    configure_connection(connection, path, busy_timeout_ms)
+    configure_journal(connection, path, busy_timeout_ms)
+
+
+def configure_connection(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int) -> None:
+    """The settings of this connection alone (nothing is written to the file)."""
     connection.execute(sql.PRAGMA_BUSY_TIMEOUT_SET.format(ms=busy_timeout_ms))
     _expect(path, "busy_timeout", _pragma(connection, sql.READ_BUSY_TIMEOUT), busy_timeout_ms)
     connection.execute(sql.PRAGMA_TRUSTED_SCHEMA_OFF)
@@ -92,6 +139,12 @@ def configure(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int) 
     _expect(path, "foreign_keys", _pragma(connection, sql.READ_FOREIGN_KEYS), 1)
     connection.execute(sql.PRAGMA_MMAP_SIZE_0)
     _expect(path, "mmap_size", _pragma(connection, sql.READ_MMAP_SIZE), 0)
+
+
+def configure_journal(connection: sqlite3.Connection, path: Path, busy_timeout_ms: int) -> None:
+    """WAL (recorded in the file's header: only for a file known to be ours or pristine) and
+    ``synchronous=FULL``."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
     _set_journal_wal(connection, path, deadline)
     _expect(path, "journal_mode", str(_pragma(connection, sql.READ_JOURNAL_MODE)).lower(), "wal")
     connection.execute(sql.PRAGMA_SYNCHRONOUS_FULL)
@@ -132,24 +185,18 @@ def _verify_schema(connection: sqlite3.Connection, path: Path) -> None:
             )
 
 
-def _check_identity(connection: sqlite3.Connection, path: Path) -> None:
-    """Initialize a pristine database, or refuse one that is not this build's store."""
+def _check_identity(connection: sqlite3.Connection, path: Path, *, initialize: bool) -> bool:
+    """Refuse a database that is not this build's store; a pristine one is initialized when
+    ``initialize`` (inside a write transaction), else left as it is. Whether it was pristine."""
     application_id = int(_pragma(connection, sql.READ_APPLICATION_ID) or 0)  # type: ignore[call-overload]
     user_version = int(_pragma(connection, sql.READ_USER_VERSION) or 0)  # type: ignore[call-overload]
     has_objects = connection.execute(sql.READ_USER_OBJECTS).fetchone() is not None
     if application_id == 0 and user_version == 0 and not has_objects:
-        _initialize(connection)
-        return
+        if initialize:
+            _initialize(connection)
+        return True
     if application_id != sql.APPLICATION_ID:
-        what = (
-            f"its application_id is {application_id:#010x}"
-            if application_id
-            else "it holds tables but has no application_id"
-        )
-        raise ForeignDatabaseError(
-            str(path),
-            f"not a dsh session database ({what}; expected {sql.APPLICATION_ID:#010x})",
-        )
+        raise ForeignDatabaseError(str(path), _foreign_reason(application_id))
     if user_version != sql.SCHEMA_VERSION:
         if user_version > sql.SCHEMA_VERSION:
             reason = (
@@ -163,6 +210,14 @@ def _check_identity(connection: sqlite3.Connection, path: Path) -> None:
             )
         raise UnsupportedSchemaError(str(path), reason, user_version=user_version)
     _verify_schema(connection, path)
+    return False
+
+
+def _store_id(connection: sqlite3.Connection, path: Path) -> str:
+    row = connection.execute(sql.SELECT_STORE_ID).fetchone()
+    if row is None or not isinstance(row[0], str):
+        raise SchemaMismatchError(str(path), "store_info holds no store id")
+    return row[0]
 
 
 def open_database(path: Path, *, busy_timeout_ms: int) -> OpenedDatabase:
@@ -173,6 +228,7 @@ def open_database(path: Path, *, busy_timeout_ms: int) -> OpenedDatabase:
         before = _check_file(path)
         if before is None:
             raise UnsafeDatabasePathError(str(path), "vanished while it was being created")
+    _check_header(path)
     uri = "file:" + urllib.parse.quote(str(path)) + "?mode=rw"
     connection = sqlite3.connect(
         uri,
@@ -185,24 +241,30 @@ def open_database(path: Path, *, busy_timeout_ms: int) -> OpenedDatabase:
         after = _check_file(path)
         if after is None or (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
             raise UnsafeDatabasePathError(str(path), "was replaced while it was being opened")
+        configure_connection(connection, path, busy_timeout_ms)
         try:
-            configure(connection, path, busy_timeout_ms)
+            connection.execute(sql.BEGIN_DEFERRED)  # read only: nothing is written before WAL
+            try:
+                pristine = _check_identity(connection, path, initialize=False)
+                store_id = None if pristine else _store_id(connection, path)
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute(sql.ROLLBACK)
         except sqlite3.DatabaseError as error:
             if isinstance(error, sqlite3.OperationalError):
                 raise
             raise ForeignDatabaseError(str(path), f"not an SQLite database ({error})") from error
-        connection.execute(sql.BEGIN_IMMEDIATE)
-        try:
-            _check_identity(connection, path)
-            row = connection.execute(sql.SELECT_STORE_ID).fetchone()
-            if row is None or not isinstance(row[0], str):
-                raise SchemaMismatchError(str(path), "store_info holds no store id")
-            store_id = row[0]
-            connection.execute(sql.COMMIT)
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute(sql.ROLLBACK)
-            raise
+        configure_journal(connection, path, busy_timeout_ms)
+        if store_id is None:  # pristine: initialize it (unless another process just did)
+            connection.execute(sql.BEGIN_IMMEDIATE)
+            try:
+                _check_identity(connection, path, initialize=True)
+                store_id = _store_id(connection, path)
+                connection.execute(sql.COMMIT)
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.execute(sql.ROLLBACK)
+                raise
     except BaseException:
         connection.close()
         raise
