@@ -6,6 +6,7 @@ import asyncio
 import builtins
 import itertools
 import os
+import sqlite3
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,8 @@ from dsh_persistence import (
 )
 from dsh_persistence_sqlite._handle import Access, HandleServices, SqliteSessionHandle
 from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
-from dsh_persistence_sqlite._store import Store
+from dsh_persistence_sqlite._storage import raise_storage_error
+from dsh_persistence_sqlite._store import Store, StoredSession
 from dsh_persistence_sqlite._worker import DatabaseThread
 from dsh_session import SessionHeader
 
@@ -185,6 +187,12 @@ class SqlitePersistence:
         return handle
 
     def _claim_new_sync(self, session_id: str) -> SessionLock:
+        try:
+            return self._claim_new(session_id)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, session_id, "create", self._store.artifact)
+
+    def _claim_new(self, session_id: str) -> SessionLock:
         if self._store.exists(session_id):
             raise SessionAlreadyExistsError(session_id)
         try:
@@ -222,6 +230,12 @@ class SqlitePersistence:
         return handle
 
     def _open_write_sync(self, session_id: str) -> SqliteSessionHandle:
+        try:
+            return self._open_write(session_id)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, session_id, "open", self._store.artifact)
+
+    def _open_write(self, session_id: str) -> SqliteSessionHandle:
         if not self._store.exists(session_id):
             raise SessionPersistenceNotFoundError(session_id)
         try:
@@ -249,7 +263,7 @@ class SqlitePersistence:
         if pending is not None:
             header, inherited = pending.header, pending.inherited_event_count
         else:
-            stored = await self._submit(self._store.load, session_id)
+            stored = await self._submit(self._load_sync, session_id)
             if stored is None:
                 raise SessionPersistenceNotFoundError(session_id)
             header, inherited = stored.header, stored.inherited_event_count
@@ -263,6 +277,12 @@ class SqlitePersistence:
         self._handles.add(handle)
         return handle
 
+    def _load_sync(self, session_id: str) -> StoredSession | None:
+        try:
+            return self._store.load(session_id)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, session_id, "open", self._store.artifact)
+
     # -- metadata ---------------------------------------------------------------------------
 
     def _pending_snapshot(self, handle: SqliteSessionHandle) -> SessionSnapshot:
@@ -275,17 +295,29 @@ class SqlitePersistence:
         pending = self._pending.get(session_id)
         if pending is not None and not pending._materialized:
             return self._pending_snapshot(pending)
-        return await self._submit(self._store.snapshot, session_id)
+        return await self._submit(self._stat_sync, session_id)
+
+    def _stat_sync(self, session_id: str) -> SessionSnapshot | None:
+        try:
+            return self._store.snapshot(session_id)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, session_id, "stat", self._store.artifact)
 
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every visible session (stored, plus this instance's pending creates)."""
         self._check_instance()
         pending = [h for h in self._pending.values() if not h._materialized]
-        snapshots = await self._submit(self._store.snapshots)
+        snapshots = await self._submit(self._list_sync)
         if pending:
             seen = {snapshot.header.id for snapshot in snapshots}
             snapshots.extend(self._pending_snapshot(h) for h in pending if h.id not in seen)
         return snapshots
+
+    def _list_sync(self) -> builtins.list[SessionSnapshot]:
+        try:
+            return self._store.snapshots()
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, "", "list", self._store.artifact)
 
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""

@@ -9,6 +9,7 @@ the connection switch the file to WAL (which writes the header) or initialize a 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import stat
@@ -32,10 +33,40 @@ _JOURNAL_RETRY_S = 0.01
 
 @dataclass(frozen=True, slots=True)
 class OpenedDatabase:
-    """A verified connection (autocommit; transactions are explicit) and the store's id."""
+    """A verified connection (autocommit; transactions are explicit), the store's id, and
+    whether the connection is read-only (the file system is mounted read-only)."""
 
     connection: sqlite3.Connection
     store_id: str
+    read_only: bool = False
+
+
+def _on_read_only_mount(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path.parent).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _uri(path: Path, *, read_only: bool) -> str:
+    """``mode=rw``; on a read-only mount ``mode=ro``, plus ``immutable=1`` when no ``-wal`` with
+    content is beside it.
+
+    SQLite reads a WAL database on read-only media only through an existing ``-shm`` (it cannot
+    create one there) or as ``immutable``. Immutable ignores the ``-wal``, so it is used only when
+    the ``-wal`` is absent or empty (the database file alone is the whole store, and nothing can
+    write it on a read-only mount); a ``-wal`` with content is read through its ``-shm``, and
+    without one the open fails (``SessionStorageError``) rather than serving a log that lacks
+    its last commits.
+    """
+    base = "file:" + urllib.parse.quote(str(path))
+    if not read_only:
+        return base + "?mode=rw"
+    try:
+        wal_size = os.stat(path.with_name(path.name + "-wal")).st_size
+    except FileNotFoundError:
+        wal_size = 0
+    return base + ("?mode=ro" if wal_size else "?mode=ro&immutable=1")
 
 
 def _check_file(path: Path) -> os.stat_result | None:
@@ -229,9 +260,9 @@ def open_database(path: Path, *, busy_timeout_ms: int) -> OpenedDatabase:
         if before is None:
             raise UnsafeDatabasePathError(str(path), "vanished while it was being created")
     _check_header(path)
-    uri = "file:" + urllib.parse.quote(str(path)) + "?mode=rw"
+    read_only = _on_read_only_mount(path)
     connection = sqlite3.connect(
-        uri,
+        _uri(path, read_only=read_only),
         uri=True,
         isolation_level=None,
         check_same_thread=False,
@@ -254,6 +285,10 @@ def open_database(path: Path, *, busy_timeout_ms: int) -> OpenedDatabase:
             if isinstance(error, sqlite3.OperationalError):
                 raise
             raise ForeignDatabaseError(str(path), f"not an SQLite database ({error})") from error
+        if read_only:
+            if store_id is None:
+                raise OSError(errno.EROFS, "a pristine database cannot be initialized", str(path))
+            return OpenedDatabase(connection, store_id, read_only=True)
         configure_journal(connection, path, busy_timeout_ms)
         if store_id is None:  # pristine: initialize it (unless another process just did)
             connection.execute(sql.BEGIN_IMMEDIATE)

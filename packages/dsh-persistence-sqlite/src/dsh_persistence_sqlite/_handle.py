@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -16,6 +17,7 @@ from dsh_persistence import (
 )
 from dsh_persistence_sqlite._lock import SessionLock
 from dsh_persistence_sqlite._rows import encode_batch, rows_of_batch
+from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, now_ms
 from dsh_session import SessionEvent, SessionHeader
 
@@ -118,6 +120,12 @@ class SqliteSessionHandle:
         return events
 
     def _read_sync(self, offset: int, length: int | None) -> list[SessionEvent]:
+        try:
+            return self._read(offset, length)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, self.id, "read", self._services.store.artifact)
+
+    def _read(self, offset: int, length: int | None) -> list[SessionEvent]:
         store = self._services.store
         if self._access == "write" and not self._materialized:
             return []
@@ -149,6 +157,12 @@ class SqliteSessionHandle:
         await self._services.submit(self._append_sync, tuple(events), lines)
 
     def _append_sync(self, events: Sequence[SessionEvent], lines: list[bytes]) -> None:
+        try:
+            self._append(events, lines)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise_storage_error(error, self.id, "append", self._services.store.artifact)
+
+    def _append(self, events: Sequence[SessionEvent], lines: list[bytes]) -> None:
         store = self._services.store
         rows = rows_of_batch(
             self.id,
@@ -182,7 +196,10 @@ class SqliteSessionHandle:
     def _flush_sync(self) -> None:
         self._touched = True
         if not self._materialized:
-            self._services.store.materialize(self._header, self._inherited, [])
+            try:
+                self._services.store.materialize(self._header, self._inherited, [])
+            except (OSError, sqlite3.OperationalError) as error:
+                raise_storage_error(error, self.id, "flush", self._services.store.artifact)
             self._materialized = True
 
     async def close(self) -> None:

@@ -129,11 +129,11 @@ class Store:
         connection.execute(begin)
         try:
             yield connection
+            connection.execute(sql.COMMIT)  # a COMMIT that fails (full, busy) rolls back too
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 connection.execute(sql.ROLLBACK)
             raise
-        connection.execute(sql.COMMIT)
 
     def read_transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A consistent snapshot across several statements."""
@@ -278,11 +278,11 @@ class Store:
                     reason=f"the stored log already holds seq {rows[0][1]} (written by "
                     "something that does not take the session lock)",
                 ) from error
+            connection.execute(sql.COMMIT)  # a COMMIT that fails (full, busy) rolls back too
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 connection.execute(sql.ROLLBACK)
             raise
-        connection.execute(sql.COMMIT)
 
     # -- reading ---------------------------------------------------------------------------
 
