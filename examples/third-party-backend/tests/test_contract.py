@@ -2,8 +2,8 @@
 
 One fixture is all the suite needs. The backend declares ``reopen`` (instances sharing one
 ``MemoryStore`` see each other's sessions and exclude each other's writers); the clauses that
-need ``cross_process``, ``corrupt_tail`` or ``plain_path`` skip, each saying which capability
-the backend lacks.
+need ``cross_process``, ``corrupt_tail``, ``damage_event`` or ``plain_path`` skip, each saying
+which capability the backend lacks.
 """
 
 from __future__ import annotations

@@ -191,6 +191,9 @@ class MemoryHandle:
 class MemoryPersistence:
     """A ``SessionPersistence`` over a ``MemoryStore`` (a new, private store by default)."""
 
+    handle_type: type[MemoryHandle] = MemoryHandle
+    """The class of the handles ``create`` and ``open`` return (a subclass may swap it)."""
+
     def __init__(self, store: MemoryStore | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
         self._pending: dict[str, MemoryHandle] = {}  # created here, not materialized yet
@@ -226,7 +229,7 @@ class MemoryPersistence:
         if session_id in self.store.logs or session_id in self.store.owners:
             raise SessionAlreadyExistsError(session_id)
         self.store.owners.add(session_id)
-        handle = MemoryHandle(self, header, inherited_event_count, "write")
+        handle = self.handle_type(self, header, inherited_event_count, "write")
         self._pending[session_id] = handle
         return self._track(handle)
 
@@ -237,7 +240,7 @@ class MemoryPersistence:
             if access == "write":
                 raise SessionAlreadyOwnedError(session_id)
             header, inherited = creator.header, creator.inherited_event_count
-            return self._track(MemoryHandle(self, header, inherited, "read"))
+            return self._track(self.handle_type(self, header, inherited, "read"))
         log = self.store.logs.get(session_id)
         if log is None:
             raise SessionPersistenceNotFoundError(session_id)
@@ -247,7 +250,7 @@ class MemoryPersistence:
             # Checked before claiming, so a refused open leaves no claim behind.
             assert_writable_events(session_id, (decode_event(line) for line in log.lines))
             self.store.owners.add(session_id)
-        handle = MemoryHandle(self, log.header, log.inherited_event_count, access)
+        handle = self.handle_type(self, log.header, log.inherited_event_count, access)
         return self._track(handle)
 
     def _snapshot(self, session_id: str) -> SessionSnapshot | None:
