@@ -55,7 +55,9 @@ class PersistenceFixture:
       ``"/path/to/file.py:function"``) called in a child process as ``function(child_args)``
       (sync or async; ``child_args`` must be JSON-serializable) to rebuild an instance over the
       same storage;
-    - ``cleanup()``: optional, run after each clause (sync or async).
+    - ``cleanup()``: optional, run after each clause (sync or async);
+    - ``clause_timeout``: seconds before a clause fails as a probable deadlock; it runs in its
+      own thread, so a backend call that never yields is interrupted and fails too.
     """
 
     factory: Callable[[], _Maybe]
