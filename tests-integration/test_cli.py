@@ -557,16 +557,27 @@ def _wait_for_file(path: Path, process: subprocess.Popen[bytes]) -> str:
     return path.read_text().strip()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_plus_signum(
-    dsh: Dsh, tmp_path: Path, signum: signal.Signals
-) -> None:
-    """`dsh run` whose model runs `sleep 600` gets a real SIGTERM (or SIGHUP) while it sleeps:
-    the sleep is killed, the session log is complete (the turn closed by the loop's own cancel
-    events, nothing for a resume to repair), ownership is released, and dsh exits 128+signum."""
-    pid_file = tmp_path / "sleep.pid"
-    command = f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file} && exec sleep 600"
-    with tool_call_server.ToolCallServer(command) as server:
+def _sleeper(pid_file: Path) -> str:
+    """A command that publishes its pid in ``pid_file`` (by rename, so whole) and sleeps."""
+    return f"echo $$ > {pid_file}.part && mv {pid_file}.part {pid_file} && exec sleep 600"
+
+
+@dataclass
+class Signalled:
+    """How a ``dsh run`` that got a signal ended."""
+
+    returncode: int
+    stderr: str
+    survivors: list[int]
+    """The pids of the sleepers still running once dsh had exited (killed by the test after)."""
+
+
+def _signal_run(
+    dsh: Dsh, tmp_path: Path, calls: list[dict[str, Any]], pid_files: list[Path], signum: int
+) -> Signalled:
+    """``dsh run`` against a server that answers ``calls``; once every pid file exists, send
+    ``signum`` to dsh and wait for it to exit."""
+    with tool_call_server.ToolCallServer(calls) as server:
         dsh.config(_provider_config(server.base_url))
         with (tmp_path / "stdout").open("wb") as stdout, (tmp_path / "stderr").open("wb") as err:
             process = subprocess.Popen(
@@ -576,53 +587,91 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
                 stdout=stdout,
                 stderr=err,
             )
-            sleep_pid = None
+            pids: list[int] = []
             try:
-                sleep_pid = int(_wait_for_file(pid_file, process))
-                assert _running(sleep_pid)
+                for path in pid_files:
+                    pids.append(int(_wait_for_file(path, process)))
+                assert all(_running(pid) for pid in pids)
                 process.send_signal(signum)
                 returncode = process.wait(timeout=TIMEOUT)
-                survived = _running(sleep_pid)
+                survivors = [pid for pid in pids if _running(pid)]
             finally:
                 if process.poll() is None:
                     process.kill()
                     process.wait()
-                if sleep_pid is not None and _running(sleep_pid):
-                    os.kill(sleep_pid, signal.SIGKILL)  # what the code under test failed to do
-    assert not survived
-    stderr = (tmp_path / "stderr").read_text()
-    assert returncode == 128 + signum, stderr
-    assert "Traceback" not in stderr
+                for pid in pids:
+                    if _running(pid):
+                        os.kill(pid, signal.SIGKILL)  # what the code under test failed to do
+    return Signalled(returncode, (tmp_path / "stderr").read_text(), survivors)
 
-    async def reopen() -> tuple[str, list[dict[str, Any]]]:
+
+def _closed_log(dsh: Dsh) -> list[dict[str, Any]]:
+    """The records of the one stored session, after checking with the JSONL backend that its
+    log is balanced (nothing for a resume to repair) and that no one owns it any more."""
+
+    async def reopen() -> list[dict[str, Any]]:
         persistence = JsonlPersistence(dsh.home / "sessions-plain")
         try:
             (snapshot,) = await persistence.list()
             async with await persistence.open(snapshot.id, "read") as handle:
                 events = list(await handle.read(0))
-            assert interrupted_turn_closers(events) == []  # balanced: nothing left to repair
+            assert interrupted_turn_closers(events) == []
             async with await persistence.open(snapshot.id, "write"):
                 pass  # the dying process released its ownership
-            return snapshot.id, [json.loads(line) for line in _lines(snapshot.plain_path)]
+            assert snapshot.plain_path is not None
+            records = log_records(snapshot.plain_path)
+            assert records[0]["type"] == "session"
+            assert records[0]["id"] == snapshot.id
+            assert len(records) == len(events) + 1
+            return records
         finally:
             await persistence.aclose()
 
-    session_id, records = asyncio.run(reopen())
-    assert records[0]["type"] == "session"
-    assert records[0]["id"] == session_id
+    return asyncio.run(reopen())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_plus_signum(
+    dsh: Dsh, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """`dsh run` whose model runs `sleep 600` gets a real SIGTERM (or SIGHUP) while it sleeps:
+    the sleep is killed, the session log is complete (the turn closed by the loop's own cancel
+    events, nothing for a resume to repair), ownership is released, and dsh exits 128+signum."""
+    pid_file = tmp_path / "sleep.pid"
+    command = _sleeper(pid_file)
+    calls: list[dict[str, Any]] = [{"command": command, "description": "Sleep"}]
+    done = _signal_run(dsh, tmp_path, calls, [pid_file], signum)
+    assert done.survivors == []
+    assert done.returncode == 128 + signum, done.stderr
+    assert "Traceback" not in done.stderr
+
+    records = _closed_log(dsh)
     kinds = [r["type"] for r in records[1:]]
     assert kinds[0] == "turn/start"
     assert kinds[-2:] == ["step/end", "turn/end"]
     (call,) = [r for r in records if r["type"] == "tool/call"]
-    assert call["data"]["callId"] == "call-signal-1"
+    assert call["data"]["callId"] == "call-1"
     assert json.loads(call["data"]["arguments"])["command"] == command
     (result,) = [r for r in records if r["type"] == "tool/result"]
-    assert result["data"]["callId"] == "call-signal-1"
+    assert result["data"]["callId"] == "call-1"
     assert result["data"]["isError"] is True
     assert result["data"]["error"]["code"] == "ABORTED"
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
 
 
-def _lines(path: str | None) -> list[str]:
-    assert path is not None
-    return Path(path).read_text(encoding="utf-8").splitlines()
+def test_sigterm_also_kills_the_background_jobs_the_run_started(dsh: Dsh, tmp_path: Path) -> None:
+    """The model starts a background job, then a foreground command; SIGTERM kills both."""
+    job_pid, command_pid = tmp_path / "job.pid", tmp_path / "command.pid"
+    calls: list[dict[str, Any]] = [
+        {"command": _sleeper(job_pid), "description": "a job", "run_in_background": True},
+        {"command": _sleeper(command_pid), "description": "a command"},
+    ]
+    done = _signal_run(dsh, tmp_path, calls, [job_pid, command_pid], signal.SIGTERM)
+    assert done.survivors == []
+    assert done.returncode == 143, done.stderr
+
+    records = _closed_log(dsh)
+    results = {r["data"]["callId"]: r["data"] for r in records if r["type"] == "tool/result"}
+    assert results["call-1"]["isError"] is False  # the job started; its notice never came
+    assert results["call-2"]["error"]["code"] == "ABORTED"
+    assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}

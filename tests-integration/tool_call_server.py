@@ -1,9 +1,12 @@
 """An OpenAI-compatible provider for tests whose every answer is one ``bash`` tool call: a
 threaded ``http.server`` on 127.0.0.1 (an ephemeral port) streaming the call as SSE. It lets a
-real ``dsh run`` start a bash command the test controls. Never reaches beyond loopback.
+real ``dsh run`` start the bash commands the test controls. Never reaches beyond loopback.
 
-    with ToolCallServer("sleep 600") as server:
+    with ToolCallServer([{"command": "sleep 600"}]) as server:
         ...  # point a provider's base_url at server.base_url
+
+The n-th request gets the n-th arguments (the last ones again once they run out), as call
+``call-<n>``.
 """
 
 from __future__ import annotations
@@ -26,14 +29,13 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     }
 
 
-def bash_call_events(command: str) -> list[bytes]:
-    """The SSE events of an answer that calls ``bash`` once with ``command``."""
-    arguments = json.dumps({"command": command, "description": "Run the test's command"})
+def bash_call_events(arguments: dict[str, Any], call_id: str) -> list[bytes]:
+    """The SSE events of an answer that calls ``bash`` once with ``arguments``."""
     call = {
         "index": 0,
-        "id": "call-signal-1",
+        "id": call_id,
         "type": "function",
-        "function": {"name": "bash", "arguments": arguments},
+        "function": {"name": "bash", "arguments": json.dumps(arguments)},
     }
     chunks = [
         _chunk({"role": "assistant", "content": ""}),
@@ -56,11 +58,16 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/v1/chat/completions":
             self.send_error(404, "no such endpoint")
             return
+        with self.server.lock:
+            self.server.answered += 1
+            number = self.server.answered
+        calls = self.server.calls
+        arguments = calls[min(number, len(calls)) - 1]
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for event in bash_call_events(self.server.command):
+        for event in bash_call_events(arguments, f"call-{number}"):
             self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -68,15 +75,19 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    command: str
+    calls: list[dict[str, Any]]
+    answered: int
+    lock: threading.Lock
 
 
 class ToolCallServer:
     """The running server (a context manager); ``base_url`` is ``http://127.0.0.1:PORT/v1``."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, calls: list[dict[str, Any]]) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.command = command
+        self._server.calls = list(calls)
+        self._server.answered = 0
+        self._server.lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},
