@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from dsh_persistence import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
+    SessionStorageError,
 )
 from dsh_persistence_jsonl import JsonlPersistence, RootEncodingError
 from dsh_session import encode_event, encode_header_line, make_event
@@ -391,8 +393,10 @@ async def test_a_failed_append_truncates_its_partial_bytes(make_store: Factory, 
     previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) + 40, hard))
     try:
-        with pytest.raises(OSError, match="File too large"):
+        with pytest.raises(SessionStorageError, match="File too large") as info:
             await handle.append(big)
+        assert (info.value.operation, info.value.artifact) == ("append", str(path))
+        assert info.value.errno == errno.EFBIG
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         signal.signal(signal.SIGXFSZ, previous)

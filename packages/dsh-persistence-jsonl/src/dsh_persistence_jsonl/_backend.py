@@ -19,11 +19,13 @@ from dsh_persistence import (
     materialize_create_header,
 )
 from dsh_persistence_jsonl._cancel import run_to_completion
+from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
 from dsh_persistence_jsonl._pathcodec import session_segment
+from dsh_persistence_jsonl._safefs import OddFileError, open_regular
 from dsh_persistence_jsonl._store import LoadedLog
 from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionHeader, encode_header_line
@@ -165,17 +167,26 @@ class JsonlPersistence(RootCatalog):
         if path is None:
             raise SessionPersistenceNotFoundError(session_id)
         try:
+            return self._open_write_at(session_id, path)
+        except OddFileError as odd:  # the lock file: a link, a FIFO
+            raise self._damage(session_id, path, odd) from None
+        except FileNotFoundError:
+            raise SessionPersistenceNotFoundError(session_id) from None
+        except OSError as error:  # a read-only filesystem, no permission, EIO
+            raise storage_error(session_id, "open for writing", path, error) from error
+
+    def _open_write_at(self, session_id: str, path: Path) -> JsonlSessionHandle:
+        try:
             lock = SessionLock.acquire(path.parent)
         except LockContendedError:
             raise SessionAlreadyOwnedError(session_id) from None
         fd: int | None = None
         try:
-            try:
-                loaded = self._load_for_read(session_id, path)
-            except FileNotFoundError:
-                raise SessionPersistenceNotFoundError(session_id) from None
+            loaded = self._load_for_read(session_id, path)
             assert_writable_events(session_id, loaded.body.events, artifact=str(path))
-            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            # O_APPEND: a write lands at the true end, so a log truncated behind this handle's
+            # back is noticed by flush (its size) instead of getting a hole of NUL bytes
+            fd, _st = open_regular(path, os.O_RDWR | os.O_APPEND)
             handle = self._handle_over(loaded, path, "write")
         except BaseException:
             if fd is not None:
@@ -206,14 +217,22 @@ class JsonlPersistence(RootCatalog):
             self._pending_tokens.pop(handle.id, None)
 
     def _publish(self, session_id: str, path: Path, content: bytes) -> tuple[SessionLock, int]:
+        try:
+            return self._publish_at(session_id, path, content)
+        except OddFileError as odd:  # a linked directory below the root, a lock that is a link
+            raise self._damage(session_id, path, odd) from None
+        except OSError as error:  # a full disk, a read-only filesystem, no permission
+            raise storage_error(session_id, "create", path, error) from error
+
+    def _publish_at(self, session_id: str, path: Path, content: bytes) -> tuple[SessionLock, int]:
         directory = path.parent
-        if (directory / self._other_name).exists():
+        if os.path.lexists(directory / self._other_name):
             raise self._encoding_error(directory / self._other_name)
         make_dirs_durable(self._root, directory)
         try:
             lock = SessionLock.acquire(directory)
         except LockContendedError:
-            if path.exists():
+            if os.path.lexists(path):
                 raise SessionAlreadyExistsError(session_id) from None
             raise SessionAlreadyOwnedError(session_id) from None
         try:
@@ -224,7 +243,8 @@ class JsonlPersistence(RootCatalog):
                 publish_exclusive(path, content)
             except FileExistsError:
                 raise SessionAlreadyExistsError(session_id) from None
-            return lock, os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            fd, _st = open_regular(path, os.O_RDWR | os.O_APPEND)
+            return lock, fd
         except BaseException:
             lock.release()
             raise

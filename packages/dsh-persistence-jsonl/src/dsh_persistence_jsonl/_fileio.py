@@ -7,6 +7,8 @@ import os
 import secrets
 from pathlib import Path
 
+from dsh_persistence_jsonl._safefs import make_dirs_below
+
 
 def fsync_dir(path: Path) -> None:
     """fsync a directory so a name created in it is durable."""
@@ -18,21 +20,11 @@ def fsync_dir(path: Path) -> None:
 
 
 def make_dirs_durable(root: Path, target: Path) -> None:
-    """Create ``target`` (under ``root``) mode 0700, fsyncing each parent of a new directory."""
-    missing: list[Path] = []
-    probe = target
-    while not probe.exists():
-        missing.append(probe)
-        if probe == probe.parent:
-            break
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
+    """Create ``target`` (under ``root``) mode 0700, fsyncing each parent of a new directory;
+    an existing directory below the root that is a link (or not a directory) raises
+    ``OddFileError`` before anything is created in it."""
+    for directory in make_dirs_below(root, target):
         fsync_dir(directory.parent)
-    del root
 
 
 def publish_exclusive(final: Path, content: bytes) -> None:

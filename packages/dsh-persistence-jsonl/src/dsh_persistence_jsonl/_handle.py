@@ -13,6 +13,7 @@ from typing import Literal, Protocol, Self
 from dsh_persistence import (
     AppendBatch,
     SessionHandleClosedError,
+    SessionOwnershipLostError,
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
@@ -21,7 +22,8 @@ from dsh_persistence import (
     materialize_append_batch,
 )
 from dsh_persistence_jsonl._cancel import run_to_completion
-from dsh_persistence_jsonl._fileio import append_with_rollback
+from dsh_persistence_jsonl._errors import storage_error
+from dsh_persistence_jsonl._fileio import AppendRollbackError, append_with_rollback
 from dsh_persistence_jsonl._lock import SessionLock
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import Compression, LoadedLog, read_suffix
@@ -109,6 +111,7 @@ class JsonlSessionHandle:
         self._slow_disk = False
         self._created = False
         self._released = False
+        self._lost: str | None = None  # why the log was taken away from this handle
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -233,14 +236,56 @@ class JsonlSessionHandle:
         # the fsync runs inline too while the disk is fast, else in a worker thread (``_sync``).
         fd = self._fd
         assert fd is not None
-        if self._truncate_to is not None:
-            os.ftruncate(fd, self._truncate_to)
-            os.fsync(fd)
-            self._offset = self._truncate_to
-            self._truncate_to = None
+        self._check_kept()
         data = compress_frame(payload) if self._backend.compression == "zstd" else payload
-        self._offset = append_with_rollback(fd, self._offset, data, sync=False)
+        try:
+            if self._truncate_to is not None:
+                os.ftruncate(fd, self._truncate_to)
+                os.fsync(fd)
+                self._offset = self._truncate_to
+                self._truncate_to = None
+            self._offset = append_with_rollback(fd, self._offset, data, sync=False)
+        except OSError as error:  # a full disk: nothing of the batch stays, a retry may work
+            if isinstance(error, AppendRollbackError):
+                self._truncate_to = self._offset  # cut the partial bytes before the next write
+            raise storage_error(self.id, "append", self._path, error) from error
         self._dirty = True
+
+    def _check_kept(self) -> None:
+        """Raise ``SessionOwnershipLostError`` if an earlier check found the log taken away."""
+        if self._lost is not None:
+            raise SessionOwnershipLostError(self.id, reason=self._lost)
+
+    def _check_log(self) -> None:
+        """At each flush (one ``fstat`` and one ``lstat``): the log this handle writes is still
+        linked, still at its path and exactly as long as this handle made it. Someone deleting,
+        replacing or truncating it behind the lock's back loses the session for this handle:
+        ``SessionOwnershipLostError`` naming the path, now and on every later write."""
+        self._check_kept()
+        fd, path = self._fd, self._path
+        assert fd is not None
+        assert path is not None
+        try:
+            held = os.fstat(fd)
+            try:
+                named = os.lstat(path)
+            except FileNotFoundError:
+                named = None
+        except OSError as error:
+            raise storage_error(self.id, "flush", path, error) from error
+        if held.st_nlink == 0 or named is None:
+            lost = f"{path} was deleted while this handle held it"
+        elif (named.st_dev, named.st_ino) != (held.st_dev, held.st_ino):
+            lost = f"{path} was replaced by another file while this handle held it"
+        elif held.st_size != self._offset and self._truncate_to is None:
+            lost = (
+                f"{path} is {held.st_size} bytes, not the {self._offset} this handle wrote "
+                "(truncated or written by someone else)"
+            )
+        else:
+            return
+        self._lost = lost
+        raise SessionOwnershipLostError(self.id, reason=lost)
 
     async def flush(self) -> None:
         """Make every appended event durable; materializes an empty created session."""
@@ -250,6 +295,7 @@ class JsonlSessionHandle:
         if self._busy == 0 and self._fd is not None and not self._slow_disk:
             # the fast-disk case: fsync on the loop thread, no task, no thread hop
             self._check_released("flush")
+            self._check_log()
             if self._dirty:
                 self._fsync()
             return
@@ -267,7 +313,9 @@ class JsonlSessionHandle:
     async def _sync(self) -> None:
         if self._fd is None:
             await self._backend._materialize(self, b"")
-        elif self._dirty:
+            return
+        self._check_log()
+        if self._dirty:
             if self._slow_disk:
                 await asyncio.to_thread(self._fsync)
             else:
@@ -277,7 +325,10 @@ class JsonlSessionHandle:
         fd = self._fd
         assert fd is not None
         start = time.perf_counter()
-        os.fsync(fd)
+        try:
+            os.fsync(fd)
+        except OSError as error:  # EIO, ENOSPC (NFS): the events since the last flush are unsure
+            raise storage_error(self.id, "flush", self._path, error) from error
         self._slow_disk = time.perf_counter() - start >= INLINE_FSYNC_LIMIT
         self._dirty = False
 
@@ -355,6 +406,8 @@ class JsonlSessionHandle:
             raise SessionPersistenceNotFoundError(self.id) from None
         except LogDamage as damage:
             raise self._backend._damage(self.id, path, damage) from damage
+        except OSError as error:
+            raise storage_error(self.id, "read", path, error) from error
         if got is None:
             return
         scan, _size = got

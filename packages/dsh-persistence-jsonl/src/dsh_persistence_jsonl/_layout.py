@@ -11,8 +11,9 @@ from dsh_persistence import (
     SessionPersistenceError,
     decode_stored_header,
 )
-from dsh_persistence_jsonl._errors import RootEncodingError
+from dsh_persistence_jsonl._errors import RootEncodingError, storage_error
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
+from dsh_persistence_jsonl._safefs import OddFileError, check_below
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import LOG_NAMES, Compression, HeaderDecoder, LoadedLog, load_log
 from dsh_session import SessionHeader
@@ -74,19 +75,22 @@ class RootLayout:
             return
         with projects:
             for project in projects:
-                if not project.is_dir():
+                if not project.is_dir(follow_symlinks=False):
                     continue
                 with os.scandir(project.path) as sessions:
                     for session in sessions:
-                        if os.path.exists(os.path.join(session.path, self._log_name)):
+                        if os.path.lexists(os.path.join(session.path, self._log_name)):
                             return
                         other = os.path.join(session.path, self._other_name)
-                        if os.path.exists(other):
+                        if os.path.lexists(other):
                             raise self._encoding_error(Path(other))
 
     # -- locating ---------------------------------------------------------------------------
 
     def _locate(self, session_id: str) -> Path | None:
+        """The log of ``session_id``, or ``None``. A log found through a linked project or
+        session directory, or one that is not a regular file, is found too and refused when
+        opened: ``SessionPersistenceCorruptionError`` naming the path."""
         segment = session_segment(session_id)
         found: list[Path] = []
         try:
@@ -95,13 +99,13 @@ class RootLayout:
             return None
         with projects:
             for project in projects:
-                if not project.is_dir():
+                if not project.is_dir():  # a link to a directory too: found, then refused
                     continue
                 directory = Path(project.path) / segment
                 log = directory / self._log_name
-                if log.exists():
+                if os.path.lexists(log):
                     found.append(log)
-                elif (directory / self._other_name).exists():
+                elif os.path.lexists(directory / self._other_name):
                     raise self._encoding_error(directory / self._other_name)
         if len(found) > 1:
             raise SessionPersistenceCorruptionError(
@@ -110,7 +114,13 @@ class RootLayout:
                 + ", ".join(str(p) for p in found),
                 artifact=str(found[0]),
             )
-        return found[0] if found else None
+        if not found:
+            return None
+        try:
+            check_below(self._root, found[0].parent)
+        except OddFileError as odd:
+            raise self._damage(session_id, found[0], odd) from None
+        return found[0]
 
     def _decoder(self, session_id: str, path: Path) -> HeaderDecoder:
         def decode(line: bytes) -> tuple[SessionHeader, int]:
@@ -129,15 +139,23 @@ class RootLayout:
         return decode
 
     def _damage(self, session_id: str, path: Path, damage: LogDamage) -> SessionPersistenceError:
+        artifact = damage.path if isinstance(damage, OddFileError) else str(path)
         return SessionPersistenceCorruptionError(
-            session_id, damage.reason, artifact=str(path), line=damage.line
+            session_id, damage.reason, artifact=artifact, line=damage.line
         )
 
     def _load_for_read(self, session_id: str, path: Path) -> LoadedLog:
+        """Load and check a whole log. Raises ``FileNotFoundError`` when it is gone, the seam's
+        corruption error for damage or an odd file, ``SessionStorageError`` for any other
+        ``OSError`` (no permission, EIO)."""
         decode = self._decoder(session_id, path)
         try:
             return load_log(path, self._compression, decode)
         except LogDamage as damage:
             raise self._damage(session_id, path, damage) from damage
+        except FileNotFoundError:
+            raise
+        except OSError as error:
+            raise storage_error(session_id, "read", path, error) from error
 
     # -- service ----------------------------------------------------------------------------

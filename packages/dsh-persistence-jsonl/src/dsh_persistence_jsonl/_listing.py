@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 from pathlib import Path
 from typing import Literal
 
 from dsh_persistence import SessionSnapshot
+from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._layout import RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
 from dsh_persistence_jsonl._scan import LogDamage, gc_paused
@@ -15,7 +17,15 @@ from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_
 from dsh_session import SessionFormatError, SessionHeader, decode_header_line
 
 _HEADER_MEMO = 65536
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+logger = logging.getLogger("dsh_persistence_jsonl")
+
+
+def _skipped(path: str, why: str) -> None:
+    """``list()`` leaves out an entry it cannot list and says so (a warning naming the path);
+    ``stat``/``open`` of that session raise the typed error."""
+    logger.warning("list() skipped %s: %s", path, why)
 
 
 class RootCatalog(RootLayout):
@@ -53,8 +63,10 @@ class RootCatalog(RootLayout):
             info = read_header_info(path, self._compression)
         except FileNotFoundError:
             return None
-        except LogDamage as damage:
+        except LogDamage as damage:  # an odd file (a link, a FIFO) too
             raise self._damage(session_id, path, damage) from damage
+        except OSError as error:
+            raise storage_error(session_id, "stat", path, error) from error
         header, _ = self._decoder(session_id, path)(info.header_line)
         return self._snapshot(header, path, info)
 
@@ -64,25 +76,39 @@ class RootCatalog(RootLayout):
             projects = os.scandir(self._root)
         except FileNotFoundError:
             return snapshots
+        except OSError as error:  # no permission on the root: concerns no one session
+            raise storage_error("", "list", self._root, error) from error
         # a bulk load (DESIGN §5 hot path): thousands of small objects, none of them cyclic, so
         # the cyclic GC would only re-traverse the caller's heap for nothing
         with projects, gc_paused():
             for project in projects:
-                if not project.is_dir():
+                if not project.is_dir(follow_symlinks=False):
+                    if project.is_symlink():
+                        _skipped(project.path, "a symbolic link, not a directory")
                     continue
-                with os.scandir(project.path) as sessions:
-                    # logs are opened relative to the project directory: a shorter path walk
-                    project_fd = os.open(project.path, _DIRECTORY_FLAGS)
-                    try:
-                        for session in sessions:
-                            snapshot = self._scan_session(
-                                project.name, session.path, session.name, project_fd
-                            )
-                            if snapshot is not None:
-                                snapshots.append(snapshot)
-                    finally:
-                        os.close(project_fd)
+                try:
+                    self._scan_project(project.name, project.path, snapshots)
+                except OSError as error:  # no permission on one project directory
+                    _skipped(project.path, error.strerror or str(error))
         return snapshots
+
+    def _scan_project(
+        self, name: str, directory: str, snapshots: builtins.list[SessionSnapshot]
+    ) -> None:
+        with os.scandir(directory) as sessions:
+            # logs are opened relative to the project directory: a shorter path walk
+            project_fd = os.open(directory, _DIRECTORY_FLAGS)
+            try:
+                for session in sessions:
+                    if not session.is_dir(follow_symlinks=False):
+                        if session.is_symlink():
+                            _skipped(session.path, "a symbolic link, not a directory")
+                        continue
+                    snapshot = self._scan_session(name, session.path, session.name, project_fd)
+                    if snapshot is not None:
+                        snapshots.append(snapshot)
+            finally:
+                os.close(project_fd)
 
     def _header_of(self, line: bytes) -> SessionHeader:
         """``decode_header_line`` memoized on the line's bytes (a header line never changes)."""
@@ -103,14 +129,19 @@ class RootCatalog(RootLayout):
             )
         except FileNotFoundError:
             other = os.path.join(directory, self._other_name)
-            if os.path.exists(other):
+            if os.path.lexists(other):
                 raise self._encoding_error(Path(other)) from None
             return None
-        except (LogDamage, NotADirectoryError):
+        except LogDamage as damage:  # a damaged header, a link, a FIFO, a directory
+            _skipped(f"{directory}{os.sep}{self._log_name}", damage.reason)
+            return None
+        except OSError as error:  # no permission, EIO
+            _skipped(f"{directory}{os.sep}{self._log_name}", error.strerror or str(error))
             return None
         try:
             header = self._header_of(info.header_line)
-        except SessionFormatError:
+        except SessionFormatError as error:
+            _skipped(f"{directory}{os.sep}{self._log_name}", str(error))
             return None  # unreadable here; open() names the problem
         if session_segment(header.id) != name or project_dir_name(header.cwd) != project:
             return None

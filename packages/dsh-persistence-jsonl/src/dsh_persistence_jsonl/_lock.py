@@ -13,6 +13,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from dsh_persistence_jsonl._safefs import open_regular
+
 LOCK_NAME = "session.lock"
 """File name of the per-session lock file."""
 
@@ -34,10 +36,11 @@ class SessionLock:
 
     @classmethod
     def acquire(cls, session_dir: Path) -> SessionLock:
-        """Take the lock or raise ``LockContendedError``; the session directory must exist."""
+        """Take the lock or raise ``LockContendedError``; the session directory must exist.
+        A lock path that is not a regular file (a link, a FIFO) raises ``OddFileError``."""
         path = session_dir / LOCK_NAME
         for _ in range(_ATTEMPTS):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd, _st = open_regular(path, os.O_RDWR | os.O_CREAT)  # OddFileError: a link, a FIFO
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -47,7 +50,7 @@ class SessionLock:
                 raise
             try:
                 held = os.fstat(fd)
-                current = os.stat(path)
+                current = os.lstat(path)
             except FileNotFoundError:
                 os.close(fd)
                 continue

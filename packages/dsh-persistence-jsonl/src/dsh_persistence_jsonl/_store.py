@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, TypeVar
 
+from dsh_persistence_jsonl._safefs import open_regular
 from dsh_persistence_jsonl._scan import (
     BodyScan,
     Frame,
@@ -185,7 +186,7 @@ def load_zstd(
 def _changed(before: os.stat_result, path: Path) -> bool:
     """Whether the file at ``path`` is no longer what ``before`` described."""
     try:
-        after = os.stat(path)
+        after = os.lstat(path)
     except FileNotFoundError:
         return True
     return (before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns) != (
@@ -204,8 +205,8 @@ def _read_stably(path: Path, read: Callable[[BinaryIO, os.stat_result], T]) -> T
     committed boundary, and a read handle picks up the rest on its next read."""
     reads = 1
     while True:
-        with path.open("rb", buffering=0) as f:
-            st = os.fstat(f.fileno())
+        fd, st = open_regular(path, os.O_RDONLY)  # OddFileError: not a regular file
+        with os.fdopen(fd, "rb", buffering=0) as f:
             try:
                 return read(f, st)
             except LogDamage:
@@ -322,9 +323,8 @@ def read_header_info(
 ) -> HeaderInfo:
     """Read only the header (first line or first frame), the metadata and the last row
     (``path`` relative to the directory ``dir_fd`` when given)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC, dir_fd=dir_fd)
+    fd, st = open_regular(path, os.O_RDONLY, dir_fd=dir_fd)  # OddFileError: not a regular file
     try:
-        st = os.fstat(fd)
         # a small log in one read: its last row (event_count) comes with the header
         head = os.pread(
             fd, st.st_size if _HEADER_CHUNK < st.st_size <= _WHOLE_READ else _HEADER_CHUNK, 0
