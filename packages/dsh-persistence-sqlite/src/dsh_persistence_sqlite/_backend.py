@@ -53,7 +53,10 @@ class SqlitePersistence:
     - ``busy_timeout_ms``: how long a write waits for another connection's write transaction.
 
     The file is created with mode 0600; a symlink, a non-regular file, or a database that is not
-    a dsh session store is refused with a ``SqliteStoreError`` naming the path (on first use).
+    a dsh session store is refused with a ``SqliteStoreError`` naming the path (on first use,
+    before anything is written to it). A full disk, a locked database, a read-only mount and
+    other storage failures raise ``dsh_persistence.SessionStorageError`` naming the session, the
+    operation and the path.
     Each append is one transaction with ``synchronous=FULL``: durable when it returns. A write
     handle owns its session in this process and, through an ``flock`` on a file in
     ``<path>-locks/``, across processes. All database work runs on one thread per instance.
