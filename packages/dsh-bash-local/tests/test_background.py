@@ -122,3 +122,55 @@ sys.exit(0)
     finally:
         if _alive(pid):
             os.kill(pid, 9)
+
+
+_ESCAPEES = (
+    "set -m; sleep 600 & echo $! > own_group; set +m; "
+    "setsid sleep 600 & echo $! > own_session; "
+    "(set -m; sleep 600 & echo $! > orphan); echo > ready; wait"
+)
+
+
+async def _recorded(directory: Path, *names: str) -> dict[str, int]:
+    for _ in range(3000):  # a safety net of about a minute, not a speed requirement
+        if (directory / "ready").exists():
+            return {name: int((directory / name).read_text()) for name in names}
+        await asyncio.sleep(0.02)
+    raise AssertionError("the command never recorded its processes")
+
+
+async def _all_gone(pids: dict[str, int]) -> dict[str, int]:
+    for _ in range(3000):
+        alive = {name: pid for name, pid in pids.items() if _alive(pid)}
+        if not alive:
+            return alive
+        await asyncio.sleep(0.02)
+    return alive
+
+
+async def test_killing_a_background_process_kills_descendants_that_left_its_group(
+    executor: LocalBashExecutor, tmp_path: Path
+) -> None:
+    process = executor.start(executor.resolve(ShellExecRequest(_ESCAPEES, workdir=tmp_path)))
+    pids = await _recorded(tmp_path, "own_group", "own_session", "orphan")
+    try:
+        process.kill()
+        assert await process.wait() == "killed"
+        assert await _all_gone(pids) == {}
+    finally:
+        for pid in pids.values():
+            if _alive(pid):
+                os.kill(pid, 9)
+
+
+async def test_aclose_kills_descendants_that_left_the_group(tmp_path: Path) -> None:
+    executor = LocalBashExecutor()
+    executor.start(executor.resolve(ShellExecRequest(_ESCAPEES, workdir=tmp_path)))
+    pids = await _recorded(tmp_path, "own_group", "own_session", "orphan")
+    try:
+        await executor.aclose()
+        assert await _all_gone(pids) == {}
+    finally:
+        for pid in pids.values():
+            if _alive(pid):
+                os.kill(pid, 9)

@@ -27,6 +27,8 @@ CAUGHT = [
     "env_bash_env_and_env_are_scrubbed",
     "timeout_kills_the_whole_process_group",
     "cancellation_kills_the_group_and_reports_aborted",
+    "env_exported_functions_and_shell_options_are_scrubbed",
+    "timeout_kills_descendants_that_left_the_group",
 ]
 # Behaviours the leaky executor gets right: the suite must not fail them.
 HELD = [

@@ -1,4 +1,9 @@
-"""Process groups: is one still alive, signal it, terminate it (TERM, grace, KILL)."""
+"""Terminating a command: SIGTERM its whole family, wait out the grace, SIGKILL what is left.
+
+The family (`dsh_bash_local._family.Family`) is the command's process group plus, on Linux,
+its session and every descendant that left them; it is scanned before the first signal, while
+the shell is still alive to be walked from.
+"""
 
 from __future__ import annotations
 
@@ -7,74 +12,71 @@ import os
 import signal
 from pathlib import Path
 
-_PROC = Path("/proc")
+from dsh_bash_local._family import Family, signal_group
+
+_PROC_AVAILABLE = Path("/proc/self/stat").exists()
 _POLL_FIRST = 0.01
 _POLL_MAX = 0.1
+_KILL_ROUNDS = 50
 
-
-def _live_member_in_proc(pgid: int) -> bool:
-    """Whether /proc shows a process of group ``pgid`` that is not a zombie."""
-    with os.scandir(_PROC) as entries:
-        for entry in entries:
-            if not entry.name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", "rb") as stat_file:
-                    stat = stat_file.read()
-            except OSError:
-                continue
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                return True
-    return False
+__all__ = ["group_alive", "kill_group_now", "signal_group", "terminate_group"]
 
 
 def group_alive(pgid: int) -> bool:
     """Whether process group ``pgid`` still has a live member (zombies do not count on Linux)."""
+    return _alive(Family(pgid))
+
+
+def _alive(family: Family) -> bool:
+    if _PROC_AVAILABLE:
+        return bool(family.scan())
     try:
-        os.killpg(pgid, 0)
+        os.killpg(family.pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    if not _PROC.is_dir():
-        return True
-    return _live_member_in_proc(pgid)
-
-
-def signal_group(pgid: int, signum: int) -> bool:
-    """Send ``signum`` to the group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        return False
     return True
 
 
 async def terminate_group(pgid: int, grace: float) -> None:
-    """SIGTERM the group, wait up to ``grace`` seconds for it to die, then SIGKILL it.
+    """SIGTERM the family, wait up to ``grace`` seconds for it to die, then SIGKILL the rest.
 
-    Returns once the group is gone or SIGKILL was sent. Cancelling this coroutine sends
-    SIGKILL at once before propagating.
+    SIGKILL is repeated (each time freezing the family first, so nothing forks away) until no
+    member is left, within a bounded number of rounds. Cancelling this coroutine SIGKILLs the
+    family at once before propagating.
     """
-    if not signal_group(pgid, signal.SIGTERM):
+    family = Family(pgid)
+    members = family.scan()  # before any signal: the shell is still there to walk from
+    if not members and not _alive(family):
         return
+    family.signal(signal.SIGTERM, members)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + grace
     delay = _POLL_FIRST
     try:
-        while group_alive(pgid):
+        while _alive(family):
             remaining = deadline - loop.time()
             if remaining <= 0:
-                signal_group(pgid, signal.SIGKILL)
-                return
+                break
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _POLL_MAX)
+        await _kill_until_gone(family)
     except asyncio.CancelledError:
-        signal_group(pgid, signal.SIGKILL)
+        family.kill()
         raise
 
 
+async def _kill_until_gone(family: Family) -> None:
+    delay = _POLL_FIRST
+    for _ in range(_KILL_ROUNDS):
+        if not _alive(family):
+            return
+        family.kill()
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, _POLL_MAX)
+
+
 def kill_group_now(pgid: int) -> None:
-    """SIGKILL the group if it still exists (host exit, second cancellation)."""
-    signal_group(pgid, signal.SIGKILL)
+    """SIGKILL the family at once if anything of it is left (host exit, second cancellation)."""
+    Family(pgid).kill()

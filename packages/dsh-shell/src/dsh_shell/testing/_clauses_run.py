@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dsh_shell._errors import ShellCancelledError, ShellValueError, ShellWorkdirError
 from dsh_shell._request import ShellExecRequest
+from dsh_shell._results import ShellRunResult
 from dsh_shell.testing._context import (
     ClauseContext,
     ContractViolation,
@@ -29,6 +30,17 @@ _FAMILY = (
     "sleep 600 & echo $! > child; echo $$ > shell; wait"
 )
 _FAMILY_FILES = ("shell", "child", "stubborn")
+
+# Descendants that leave the command's process group: their own group (job control), their own
+# session, a grandchild inside that session, and an orphan (its parent exited) in its own group.
+_ESCAPEES = (
+    "set -m; sleep 600 & echo $! > own_group; set +m; "
+    "setsid sleep 600 & echo $! > own_session; "
+    "setsid sh -c 'sleep 600 & echo $! > session_grandchild; wait' & "
+    "(set -m; sleep 600 & echo $! > orphan) ; "
+    "echo $$ > shell; wait"
+)
+_ESCAPEE_FILES = ("own_group", "own_session", "session_grandchild", "orphan", "shell")
 
 
 @clause()
@@ -209,6 +221,54 @@ async def cancellation_kills_the_group_and_reports_aborted(ctx: ClauseContext) -
                 await task
     expect(result.aborted and not result.timed_out, f"flags {result.timed_out, result.aborted}")
     await ctx.all_dead(pids, "the death of every process of the cancelled group")
+
+
+@clause(LOCAL_PROCESSES)
+async def timeout_kills_descendants_that_left_the_group(ctx: ClauseContext) -> None:
+    """On timeout descendants in their own group or session die too (set -m, setsid, orphans).
+
+    Only a PID namespace finds a process that left the session and whose parent died before the
+    timeout (a double fork with setsid); this clause does not ask for that.
+    """
+    try:
+        result = await ctx.run(_ESCAPEES, timeout=3)
+    finally:
+        pids = read_pids(ctx.scratch, *_ESCAPEE_FILES)
+        ctx.track(pids)
+    expect(len(pids) == 5, f"the command did not record its processes before the timeout: {pids}")
+    expect(result.timed_out, "the run did not report timed_out")
+    await ctx.all_dead(pids, "the death of every descendant of the timed-out command")
+
+
+@clause(LOCAL_PROCESSES)
+async def cancellation_kills_descendants_that_left_the_group(ctx: ClauseContext) -> None:
+    """Cancelling the awaiting task kills descendants in their own group or session too."""
+    task = asyncio.ensure_future(ctx.run(_ESCAPEES, timeout=600))
+    try:
+        await ctx.eventually(
+            lambda: len(read_pids(ctx.scratch, *_ESCAPEE_FILES)) == 5 or task.done(),
+            "the command recording its processes",
+        )
+        pids = read_pids(ctx.scratch, *_ESCAPEE_FILES)
+        ctx.track(pids)
+        task.cancel()
+        result = await _aborted_result(task)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+    expect(result.aborted, f"flags {result.timed_out, result.aborted}")
+    await ctx.all_dead(pids, "the death of every descendant of the cancelled command")
+
+
+async def _aborted_result(task: asyncio.Future[ShellRunResult]) -> ShellRunResult:
+    try:
+        return await task
+    except asyncio.CancelledError:
+        raise ContractViolation(
+            "run() let the cancellation escape instead of reporting aborted"
+        ) from None
 
 
 @clause(LOCAL_PROCESSES)
