@@ -513,6 +513,21 @@ class BrokenTruncatesDamage(DirPersistence):
     tolerate_damage = True
 
 
+class BrokenTruncatesThenRefuses(DirPersistence):
+    """A write open of a damaged log raises SessionPersistenceCorruptionError, but only after
+    cutting the log at the damaged line."""
+
+    async def open(self, session_id: str, access: Access) -> DirHandle:
+        try:
+            return await super().open(session_id, access)
+        except SessionPersistenceCorruptionError as error:
+            if access == "write" and error.line is not None:
+                path = self.log_path(session_id)
+                kept = path.read_bytes().split(b"\n")[: error.line - 1]
+                path.write_bytes(b"".join(line + b"\n" for line in kept))
+            raise
+
+
 VARIANTS: dict[str, type[DirPersistence]] = {
     cls.__name__: cls
     for cls in (
@@ -531,6 +546,7 @@ VARIANTS: dict[str, type[DirPersistence]] = {
         BrokenOpaqueUnknownTypesRefusedOnRead,
         BrokenReadNeverYields,
         BrokenTruncatesDamage,
+        BrokenTruncatesThenRefuses,
     )
 }
 

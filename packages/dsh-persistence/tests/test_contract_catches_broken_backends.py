@@ -54,6 +54,9 @@ BROKEN: dict[str, dict[str, str]] = {
     "BrokenTruncatesDamage": {
         "damage_in_the_middle_is_corruption_and_is_never_repaired": "returned 3 events instead"
     },
+    "BrokenTruncatesThenRefuses": {
+        "damage_in_the_middle_is_corruption_and_is_never_repaired": "the second open(write)"
+    },
     "BrokenFailedOpenKeepsClaim": {
         "write_open_refuses_an_unknown_non_ignorable_type": "got SessionAlreadyOwnedError"
     },
