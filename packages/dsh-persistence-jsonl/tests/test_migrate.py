@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 import zstandard
 
-from dsh_persistence_jsonl import JsonlPersistence, MigrationStep, RootEncodingError, migrate_root
+from dsh_persistence_jsonl import (
+    JsonlPersistence,
+    MigrationRootError,
+    MigrationStep,
+    RootEncodingError,
+    migrate_root,
+)
 from dsh_session import encode_event
 
 
@@ -141,3 +147,83 @@ async def test_a_torn_tail_is_left_behind(tmp_path: Path, mk: Any) -> None:
     snap = await JsonlPersistence(tmp_path / "dst").stat("a")
     assert snap is not None
     assert snap.event_count == 17
+
+
+async def test_a_failing_session_is_reported_and_the_rest_migrate(tmp_path: Path, mk: Any) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b", "c"])
+    path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("b"))
+    path.write_bytes(b"\x28\xb5\x2f\xfd\x00")  # no header frame: b cannot even be named
+    seen: list[MigrationStep] = []
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst", progress=seen.append)
+    assert [s.session_id for s in report.migrated] == ["a", "c"]
+    (failed,) = report.failed
+    assert (failed.source, failed.stage, failed.outcome) == (str(path), "read", "failed")
+    assert failed.reason is not None
+    assert str(path) in failed.reason
+    assert [s.outcome for s in seen] == ["migrated", "failed", "migrated"]
+
+
+async def test_a_session_failing_after_its_header_is_named(
+    tmp_path: Path, mk: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b"])
+    import dsh_persistence_jsonl._migrate as migrate_module
+
+    real = migrate_module._publish
+
+    def publish(root: Path, target: Path, content: bytes) -> None:
+        if "/b/" in str(target):
+            raise OSError(28, "No space left on device")
+        real(root, target, content)
+
+    monkeypatch.setattr(migrate_module, "_publish", publish)
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    (failed,) = report.failed
+    assert (failed.session_id, failed.stage) == ("b", "write")
+    assert failed.reason is not None
+    assert "session 'b'" in failed.reason
+    assert "No space left" in failed.reason
+    assert [s.session_id for s in report.migrated] == ["a"]
+
+
+async def test_an_integer_without_an_exact_double_migrates_as_the_harness_reads_it(
+    tmp_path: Path, mk: Any
+) -> None:
+    store = JsonlPersistence(tmp_path / "src", compression="zstd")
+    async with await store.create(mk.header("a")) as handle:
+        await handle.append(mk.one_turn())
+    await store.aclose()
+    path = store.log_path(mk.header("a"))
+    odd = b'{"type":"x/custom","seq":6,"time":1,"ignorable":true,'
+    odd += b'"data":{"n":11111111111111111111111111}}\n'
+    path.write_bytes(
+        path.read_bytes() + zstandard.ZstdCompressor(write_checksum=True).compress(odd)
+    )
+    await _zstd_root(tmp_path / "src", mk, ["b"])
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert [s.session_id for s in report.migrated] == ["a", "b"], report.failed
+    plain = JsonlPersistence(tmp_path / "dst").log_path(mk.header("a"))
+    assert b'"n":1.111111111111111e+25' in plain.read_bytes()
+
+
+async def test_a_missing_source_root_is_refused_naming_both_paths(tmp_path: Path) -> None:
+    with pytest.raises(MigrationRootError, match="does not exist") as info:
+        await migrate_root(tmp_path / "nowhere", tmp_path / "dst")
+    assert (info.value.source, info.value.dest) == (
+        str(tmp_path / "nowhere"),
+        str(tmp_path / "dst"),
+    )
+    assert not (tmp_path / "dst").exists()
+
+
+@pytest.mark.parametrize("inside", ["src", "src/plain", "src/--p--/deeper"])
+async def test_a_destination_inside_the_source_is_refused(
+    tmp_path: Path, mk: Any, inside: str
+) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a"])
+    before = _tree(tmp_path / "src")
+    with pytest.raises(MigrationRootError, match="inside the source") as info:
+        await migrate_root(tmp_path / "src", tmp_path / inside)
+    assert str(tmp_path / "src") in str(info.value)
+    assert str(tmp_path / inside) in str(info.value)
+    assert _tree(tmp_path / "src") == before

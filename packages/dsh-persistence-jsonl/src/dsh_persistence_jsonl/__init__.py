@@ -7,13 +7,19 @@
 from dsh_persistence_jsonl._backend import JsonlPersistence
 from dsh_persistence_jsonl._errors import RootEncodingError
 from dsh_persistence_jsonl._handle import JsonlSessionHandle
-from dsh_persistence_jsonl._migrate import MigrationReport, MigrationStep, migrate_root
+from dsh_persistence_jsonl._migrate import (
+    MigrationReport,
+    MigrationRootError,
+    MigrationStep,
+    migrate_root,
+)
 from dsh_persistence_jsonl._pathcodec import encode_segment, project_key
 
 __all__ = [
     "JsonlPersistence",
     "JsonlSessionHandle",
     "MigrationReport",
+    "MigrationRootError",
     "MigrationStep",
     "RootEncodingError",
     "encode_segment",
