@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import sqlite3
 import subprocess
@@ -46,6 +47,40 @@ async def main():
 
 asyncio.run(main())
 """
+
+FILE_SIZE_LIMITED = """
+import asyncio, json, os, resource, signal, sys
+sys.path.insert(0, sys.argv[2])
+from conftest import Make
+from test_storage import _big_turn
+from dsh_persistence import SessionStorageError
+from dsh_persistence_sqlite import SqlitePersistence
+
+async def main():
+    store = SqlitePersistence(sys.argv[1], compression=False)
+    handle = await store.create(Make.header("s"))
+    await handle.append(Make.one_turn())
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(f"{sys.argv[1]}-wal") + 65536, -1))
+    batch = _big_turn(6, 400_000)
+    try:
+        await handle.append(batch)
+        error = None
+    except SessionStorageError as caught:
+        error = [caught.session_id, caught.operation, caught.artifact]
+    kept = len(await handle.read())
+    resource.setrlimit(resource.RLIMIT_FSIZE, (-1, -1))
+    await handle.append(batch)
+    await store.aclose()
+    fresh = SqlitePersistence(sys.argv[1])
+    async with await fresh.open("s", "read") as reader:
+        final = len(await reader.read())
+    await fresh.aclose()
+    print(json.dumps({"error": error, "kept": kept, "final": final}))
+
+asyncio.run(main())
+"""
+"""A write that the file size limit (RLIMIT_FSIZE) refuses: a full disk without root or mount."""
 
 
 def _mount(*args: str) -> None:
@@ -174,6 +209,28 @@ async def test_a_full_disk_is_a_storage_error_that_keeps_every_event_and_a_retry
         assert [e.seq for e in await reader.read()] == list(range(9))
     assert {s.header.id for s in await fresh.list()} == {"s", "new"}
     await fresh.aclose()
+
+
+def _run_with_a_file_size_limit(path: Path) -> dict[str, Any]:
+    child = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED, str(path), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr
+    result: dict[str, Any] = json.loads(child.stdout)
+    return result
+
+
+async def test_a_write_refused_by_the_file_size_limit_is_a_storage_error_and_a_retry_works(
+    db_path: Path,
+) -> None:
+    """The full-disk test without root: RLIMIT_FSIZE makes the -wal write fail (EFBIG)."""
+    db_path.parent.mkdir(parents=True)
+    result = _run_with_a_file_size_limit(db_path)
+    assert result == {"error": ["s", "append", str(db_path)], "kept": 6, "final": 9}
 
 
 # -- a read-only mount -------------------------------------------------------------------------
