@@ -570,18 +570,35 @@ class Signalled:
     stderr: str
     survivors: list[int]
     """The pids of the sleepers still running once dsh had exited (killed by the test after)."""
+    ignored: set[int]
+    """The signals dsh ignored (kernel ``SigIgn``) while its commands ran."""
+
+
+def _ignored_signals(pid: int) -> set[int]:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            mask = int(line.split()[1], 16)
+            return {bit + 1 for bit in range(64) if mask >> bit & 1}
+    raise AssertionError(f"/proc/{pid}/status has no SigIgn line")
 
 
 def _signal_run(
-    dsh: Dsh, tmp_path: Path, calls: list[dict[str, Any]], pid_files: list[Path], signum: int
+    dsh: Dsh,
+    tmp_path: Path,
+    calls: list[dict[str, Any]],
+    pid_files: list[Path],
+    signals: list[int],
+    *,
+    launcher: tuple[str, ...] = (),
 ) -> Signalled:
-    """``dsh run`` against a server that answers ``calls``; once every pid file exists, send
-    ``signum`` to dsh and wait for it to exit."""
+    """``dsh run`` (through ``launcher``, which must exec it) against a server that answers
+    ``calls``; once every pid file exists, send ``signals`` to dsh in order and wait for it to
+    exit."""
     with tool_call_server.ToolCallServer(calls) as server:
         dsh.config(_provider_config(server.base_url))
         with (tmp_path / "stdout").open("wb") as stdout, (tmp_path / "stderr").open("wb") as err:
             process = subprocess.Popen(
-                [str(DSH), "run", "--model", "local:test-model", "Sleep for a while"],
+                [*launcher, str(DSH), "run", "--model", "local:test-model", "Sleep for a while"],
                 cwd=dsh.cwd,
                 env=dsh.env({"LOCAL_LLM_KEY": SECRET}),
                 stdout=stdout,
@@ -592,7 +609,9 @@ def _signal_run(
                 for path in pid_files:
                     pids.append(int(_wait_for_file(path, process)))
                 assert all(_running(pid) for pid in pids)
-                process.send_signal(signum)
+                ignored = _ignored_signals(process.pid)
+                for signum in signals:
+                    process.send_signal(signum)
                 returncode = process.wait(timeout=TIMEOUT)
                 survivors = [pid for pid in pids if _running(pid)]
             finally:
@@ -602,7 +621,7 @@ def _signal_run(
                 for pid in pids:
                     if _running(pid):
                         os.kill(pid, signal.SIGKILL)  # what the code under test failed to do
-    return Signalled(returncode, (tmp_path / "stderr").read_text(), survivors)
+    return Signalled(returncode, (tmp_path / "stderr").read_text(), survivors, ignored)
 
 
 def _closed_log(dsh: Dsh) -> list[dict[str, Any]]:
@@ -640,7 +659,7 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
     pid_file = tmp_path / "sleep.pid"
     command = _sleeper(pid_file)
     calls: list[dict[str, Any]] = [{"command": command, "description": "Sleep"}]
-    done = _signal_run(dsh, tmp_path, calls, [pid_file], signum)
+    done = _signal_run(dsh, tmp_path, calls, [pid_file], [signum])
     assert done.survivors == []
     assert done.returncode == 128 + signum, done.stderr
     assert "Traceback" not in done.stderr
@@ -666,7 +685,7 @@ def test_sigterm_also_kills_the_background_jobs_the_run_started(dsh: Dsh, tmp_pa
         {"command": _sleeper(job_pid), "description": "a job", "run_in_background": True},
         {"command": _sleeper(command_pid), "description": "a command"},
     ]
-    done = _signal_run(dsh, tmp_path, calls, [job_pid, command_pid], signal.SIGTERM)
+    done = _signal_run(dsh, tmp_path, calls, [job_pid, command_pid], [signal.SIGTERM])
     assert done.survivors == []
     assert done.returncode == 143, done.stderr
 
@@ -674,4 +693,21 @@ def test_sigterm_also_kills_the_background_jobs_the_run_started(dsh: Dsh, tmp_pa
     results = {r["data"]["callId"]: r["data"] for r in records if r["type"] == "tool/result"}
     assert results["call-1"]["isError"] is False  # the job started; its notice never came
     assert results["call-2"]["error"]["code"] == "ABORTED"
+    assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
+
+
+def test_under_nohup_a_hangup_is_still_ignored(dsh: Dsh, tmp_path: Path) -> None:
+    """dsh started with SIGHUP ignored (as `nohup` starts it) keeps ignoring it (the kernel
+    discards the hangup), and the SIGTERM sent after it is what ends the run."""
+    pid_file = tmp_path / "sleep.pid"
+    calls: list[dict[str, Any]] = [{"command": _sleeper(pid_file), "description": "Sleep"}]
+    nohup = ("sh", "-c", 'trap "" HUP; exec "$0" "$@"')
+    done = _signal_run(
+        dsh, tmp_path, calls, [pid_file], [signal.SIGHUP, signal.SIGTERM], launcher=nohup
+    )
+    assert signal.SIGHUP in done.ignored
+    assert signal.SIGTERM not in done.ignored
+    assert done.survivors == []
+    assert done.returncode == 143, done.stderr
+    records = _closed_log(dsh)
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}

@@ -136,3 +136,17 @@ async def test_only_the_signals_given_are_handled(tmp_path: Path) -> None:
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
         assert signal.getsignal(signal.SIGUSR1) not in (signal.SIG_DFL, None)
     assert signal.getsignal(signal.SIGUSR1) == signal.SIG_DFL
+
+
+async def test_a_signal_the_process_ignores_stays_ignored(tmp_path: Path) -> None:
+    """``nohup`` ignores SIGHUP before the program starts; the block must not undo that."""
+    harness = compose(configured(tmp_path))
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        async with shutdown_on_signals(harness):
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert_closed(harness)

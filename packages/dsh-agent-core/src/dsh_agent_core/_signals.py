@@ -75,10 +75,13 @@ async def shutdown_on_signals(
     (143 for SIGTERM, 129 for SIGHUP, as a shell reports a process killed by that signal).
     A signal that arrives while the harness is already closing lets the close finish, then
     exits the same way; further signals are ignored (SIGKILL still works). A failure to close
-    is raised instead of the exit. The handlers are those of the running asyncio loop
+    is raised instead of the exit.
+
+    A signal the process ignores when the block starts stays ignored (``nohup`` keeps working
+    on SIGHUP). The handlers are those of the running asyncio loop
     (``loop.add_signal_handler``, which replaces any handler the loop had for that signal):
     where the loop cannot install them (not the main thread, Windows) the block runs without
-    them. When the block ends they are removed, so the signals' default actions apply again.
+    them. When the block ends they are removed: the signals' default actions apply again.
     """
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -87,6 +90,8 @@ async def shutdown_on_signals(
     shutdown = _Shutdown(task)
     installed: list[int] = []
     for signum in signals:
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            continue  # ignored on purpose (nohup): not ours to turn into a shutdown
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signum, shutdown.on_signal, signum)
             installed.append(signum)
