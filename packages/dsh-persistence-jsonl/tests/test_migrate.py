@@ -227,3 +227,25 @@ async def test_a_destination_inside_the_source_is_refused(
     assert str(tmp_path / "src") in str(info.value)
     assert str(tmp_path / inside) in str(info.value)
     assert _tree(tmp_path / "src") == before
+
+
+async def test_linked_sessions_in_the_source_fail_by_name_and_nothing_is_created_through_them(
+    tmp_path: Path, mk: Any
+) -> None:
+    await _zstd_root(tmp_path / "src", mk, ["a", "b", "c"])
+    source = JsonlPersistence(tmp_path / "src", compression="zstd")
+    b_dir = source.log_path(mk.header("b")).parent
+    outside = tmp_path / "outside-b"
+    b_dir.rename(outside)
+    b_dir.symlink_to(outside)
+    (outside / "session.lock").unlink()
+    c_log = source.log_path(mk.header("c"))
+    c_log.rename(tmp_path / "outside-c.zstd")
+    c_log.symlink_to(tmp_path / "outside-c.zstd")
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    assert [s.session_id for s in report.migrated] == ["a"]
+    failed = {step.source: step for step in report.failed}
+    assert set(failed) == {str(b_dir / "session.jsonl.zstd"), str(c_log)}
+    assert "symbolic link" in (failed[str(b_dir / "session.jsonl.zstd")].reason or "")
+    assert "symbolic link" in (failed[str(c_log)].reason or "")
+    assert not (outside / "session.lock").exists()

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from dsh_persistence_jsonl._backend import JsonlPersistence
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
+from dsh_persistence_jsonl._safefs import check_below
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import LOG_NAMES, LoadedLog, read_header_info
 from dsh_session import (
@@ -180,6 +181,8 @@ async def _migrate_stages(
     source: JsonlPersistence, dest: JsonlPersistence, path: Path, state: dict[str, Any]
 ) -> tuple[Outcome, str | None]:
     try:
+        # a linked project or session directory gets no lock created through it
+        await asyncio.to_thread(check_below, source.root, path.parent)
         lock = await asyncio.to_thread(SessionLock.acquire, path.parent)
     except LockContendedError:
         return "failed", _failure(
