@@ -22,6 +22,7 @@ from dsh_llm._chunks import (
 from dsh_llm._content import (
     AssistantContentBlock,
     ContentBlock,
+    ImageAttachment,
     ImageBlock,
     ReasoningBlock,
     TextBlock,
@@ -32,13 +33,23 @@ from dsh_llm._content import (
 )
 from dsh_llm._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from dsh_llm._request import Model, ModelRequest, Sampling, ToolSchema
-from dsh_llm._source import MessageSource, ModelSource, PluginSource, ToolSource, UserSource
+from dsh_llm._source import (
+    RESERVED_SOURCE_KINDS,
+    MessageSource,
+    ModelSource,
+    OtherSource,
+    PluginSource,
+    ToolSource,
+    UserMessageSource,
+    UserSource,
+)
 from dsh_llm._usage import LlmFailure, Usage
 from dsh_llm._wire import WireModel
 
 __all__ = [
     "CONTENT_BLOCK_ADAPTER",
     "MESSAGE_ADAPTER",
+    "RESERVED_SOURCE_KINDS",
     "STREAM_CHUNK_ADAPTER",
     "AssistantContentBlock",
     "AssistantMessage",
@@ -49,6 +60,7 @@ __all__ = [
     "FinishChunk",
     "FinishKind",
     "FinishReason",
+    "ImageAttachment",
     "ImageBlock",
     "LlmFailure",
     "Message",
@@ -56,6 +68,7 @@ __all__ = [
     "Model",
     "ModelRequest",
     "ModelSource",
+    "OtherSource",
     "PluginSource",
     "ReasoningBlock",
     "ReasoningDeltaChunk",
@@ -74,6 +87,7 @@ __all__ = [
     "UsageChunk",
     "UserContentBlock",
     "UserMessage",
+    "UserMessageSource",
     "UserSource",
     "WireModel",
     "assemble_message",

@@ -14,7 +14,14 @@ from dsh_llm._content import (
     ToolResultBlock,
     UserContentBlock,
 )
-from dsh_llm._source import ModelSource, PluginSource, ToolSource, UserSource
+from dsh_llm._source import (
+    ModelSource,
+    OtherSource,
+    PluginSource,
+    ToolSource,
+    UserMessageSource,
+    UserSource,
+)
 from dsh_llm._wire import WireModel
 
 __all__ = ["AssistantMessage", "Message", "ToolResultMessage", "UserMessage"]
@@ -27,18 +34,23 @@ __all__ = ["AssistantMessage", "Message", "ToolResultMessage", "UserMessage"]
 class UserMessage(WireModel):
     """A user turn: ``{"content", "source", "role"?: "user", "id"?}``.
 
-    ``source`` is the user or a plugin (injected context). ``role`` and ``id`` are written only
+    ``source`` is the user, a plugin (injected context), or an :class:`OtherSource` of any other
+    kind a plugin names (``goal``, ``coordinator``, ...). ``role`` and ``id`` are written only
     when given: v0 ``user/message`` data carries neither, newer writers carry both.
     """
 
     content: list[UserContentBlock]
-    source: Annotated[UserSource | PluginSource, Field(discriminator="kind")]
+    source: UserMessageSource
     role: Literal["user"] = "user"
     id: str | None = None
 
     @classmethod
     def from_text(
-        cls, text: str, *, source: UserSource | PluginSource | None = None, id: str | None = None
+        cls,
+        text: str,
+        *,
+        source: UserSource | PluginSource | OtherSource | None = None,
+        id: str | None = None,
     ) -> UserMessage:
         """A one-text-block message, from the user unless ``source`` says otherwise."""
         fields: dict[str, Any] = {
