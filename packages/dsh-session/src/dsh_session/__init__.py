@@ -73,6 +73,12 @@ from dsh_session._json import (
     js_number,
     lossless_json_snapshot,
 )
+from dsh_session._legacy import (
+    PROJECTED_EVENT_TYPES,
+    legacy_message_id,
+    project_stored_event,
+    project_stored_events,
+)
 from dsh_session._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -92,6 +98,7 @@ from dsh_session._surface import (
 )
 from dsh_session._vocabulary import (
     CORE_EVENT_TYPES,
+    LEGACY_EVENT_TYPES,
     PLUGIN_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
     is_known_event_type,
@@ -99,10 +106,12 @@ from dsh_session._vocabulary import (
 
 __all__ = [
     "CORE_EVENT_TYPES",
+    "LEGACY_EVENT_TYPES",
     "MAX_SAFE_INTEGER",
     "NOT_STARTED_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "PLUGIN_EVENT_TYPES",
+    "PROJECTED_EVENT_TYPES",
     "ROW_TYPES",
     "SESSION_FORMAT_VERSION",
     "SURFACE_EVENT_TYPES",
@@ -176,8 +185,11 @@ __all__ = [
     "is_replacement_surface_event",
     "is_surface_event",
     "js_number",
+    "legacy_message_id",
     "lossless_json_snapshot",
     "make_event",
     "project_message",
+    "project_stored_event",
+    "project_stored_events",
     "row_last_seq",
 ]

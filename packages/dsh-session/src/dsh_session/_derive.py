@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from dsh_llm import AssistantMessage, Message, ToolResultMessage, UserMessage
-from dsh_session._errors import SessionValidationError
+from dsh_session._errors import SessionValidationError, describe_validation_error
 from dsh_session._events import (
     SessionEvent,
 )
@@ -63,10 +63,14 @@ def project_message(event: SessionEvent) -> Message | None:
             return _assistant(data)
         if event.type == "tool/result":
             return _tool_result(data)
-    except (ValidationError, AttributeError, TypeError) as exc:
+    except ValidationError as exc:
         raise SessionValidationError(
-            f"{event.type} data is not a valid message ({exc})".splitlines()[0],
+            f"{event.type} data is not a valid message: {describe_validation_error(exc)}",
             code="DERIVE",
             seq=event.seq,
-        ) from None
+        ) from exc
+    except (AttributeError, TypeError) as exc:
+        raise SessionValidationError(
+            f"{event.type} data is not a valid message: {exc}", code="DERIVE", seq=event.seq
+        ) from exc
     return None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SessionFormatError(ValueError):
     """Base class: session data that does not follow format v0 (or a rule of the session model)."""
@@ -49,7 +51,10 @@ class SessionValidationError(SessionFormatError):
     """An event a :class:`Session` refuses (bad seq, envelope, data or surface transition).
 
     ``seq`` is the seq of the refused event (``None`` when it has none), ``code`` a stable
-    machine-readable reason (``SEQ``, ``ENVELOPE``, ``SURFACE``, ``REENTRANT``, ``DATA``).
+    machine-readable reason (``SEQ``, ``ENVELOPE``, ``SURFACE``, ``REENTRANT``, ``DATA``,
+    ``HEADER``, ``DERIVE``, ``LEGACY``). When a pydantic validation refused the data, the error
+    names every problem (field path, message, the value) and chains the
+    ``pydantic.ValidationError`` as ``__cause__``.
     """
 
     def __init__(self, message: str, *, code: str, seq: int | None = None) -> None:
@@ -76,3 +81,18 @@ class LosslessJsonError(TypeError):
         self.path = path
         self.reason = reason
         super().__init__(f"value at {path} is not losslessly JSON-serializable: {reason}")
+
+
+def describe_validation_error(exc: Any, *, limit: int = 8) -> str:
+    """Every problem of a ``pydantic.ValidationError`` on one line: ``path: message (got
+    value)``, joined by ``; `` (the first ``limit``, then how many more)."""
+    errors = exc.errors(include_url=False)
+    parts = []
+    for error in errors[:limit]:
+        where = ".".join(str(part) for part in error["loc"]) or "(the value)"
+        got = repr(error.get("input"))
+        got = got if len(got) <= 60 else got[:57] + "..."
+        parts.append(f"{where}: {error['msg']} (got {got})")
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more")
+    return "; ".join(parts)

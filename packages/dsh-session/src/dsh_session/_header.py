@@ -9,7 +9,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import from_json
 
-from dsh_session._errors import HeaderDecodeError, UnsupportedFormatVersionError
+from dsh_session._errors import (
+    HeaderDecodeError,
+    UnsupportedFormatVersionError,
+    describe_validation_error,
+)
 from dsh_session._json import MAX_SAFE_INTEGER, dumps_canonical
 
 SESSION_FORMAT_VERSION = 0
@@ -265,7 +269,5 @@ def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
     try:
         header = _validate_header(fields)
     except ValidationError as exc:
-        error = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise HeaderDecodeError(f"{where}: {error['msg']}") from None
+        raise HeaderDecodeError(describe_validation_error(exc)) from exc
     return header, seed_length or 0

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from dsh_session._errors import SessionValidationError
+from dsh_session._errors import SessionValidationError, describe_validation_error
 from dsh_session._events import (
     SessionEvent,
 )
@@ -135,11 +135,9 @@ def header_of_event(event: SessionEvent) -> EpochHeader:
     try:
         return EpochHeader.from_wire(data.get("header")).canonical()
     except ValidationError as exc:
-        error = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(p) for p in error["loc"])
         raise SessionValidationError(
-            f"request/header: {where}: {error['msg']}", code="DATA", seq=event.seq
-        ) from None
+            f"request/header: {describe_validation_error(exc)}", code="DATA", seq=event.seq
+        ) from exc
 
 
 def fold_request_header(events: Iterable[SessionEvent]) -> EpochHeader | None:

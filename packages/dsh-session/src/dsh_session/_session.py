@@ -23,9 +23,11 @@ from dsh_session._json import (
     JsonValue,
     _check,
 )
+from dsh_session._legacy import PROJECTED_EVENT_TYPES, project_stored_event
 from dsh_session._request_header import EpochHeader, header_of_event
 from dsh_session._surface import SurfacePlan, SurfaceState, plan_surface
 from dsh_session._vocabulary import (
+    LEGACY_EVENT_TYPES,
     SURFACE_EVENT_TYPES,
 )
 
@@ -95,7 +97,10 @@ class Session:
     """An append-only session log with its surface, derived messages and folded header.
 
     ``Session(header, events)`` restores a log: every event is validated (seq equals index,
-    envelope, lossless JSON, surface transition) exactly like an append. ``append`` and
+    envelope, lossless JSON, surface transition) exactly like an append, after the records of a
+    pre-react-loop log are projected to their current form (``steering/message``, ``turn/start``
+    ``trigger``, old ``turn/end`` reasons: see :func:`~dsh_session.project_stored_event`); so
+    :attr:`events` can differ from the stored events, which stay as they were. ``append`` and
     ``append_event`` validate before they commit (a refused event changes nothing), then notify
     subscribers in order; a subscriber's exception is logged, never raised to the appender, and
     a subscriber that appends is refused (``REENTRANT``).
@@ -128,7 +133,10 @@ class Session:
         self._derived: list[Message] = []
         self._derived_nodes = 0
         self._derived_generation = 0
+        projected = PROJECTED_EVENT_TYPES
         for event in events:
+            if isinstance(event, _Event) and event.type in projected:
+                event = project_stored_event(event, header.id)
             self._commit(event, self._plan(event, checked=False))
         if inherited_event_count > len(self._events):
             raise SessionValidationError(
@@ -316,6 +324,13 @@ class Session:
         if event.type in RETIRED_EVENT_TYPES:
             raise SessionValidationError(
                 f"event type {event.type!r} is retired", code="DATA", seq=seq
+            )
+        if event.type in LEGACY_EVENT_TYPES:
+            raise SessionValidationError(
+                f"event type {event.type!r} is only read from pre-react-loop logs (a restore "
+                "projects it); append its current form instead",
+                code="LEGACY",
+                seq=seq,
             )
         if not checked:
             try:

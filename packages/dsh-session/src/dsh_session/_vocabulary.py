@@ -68,6 +68,13 @@ SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
 """The surface-eligible types of format v0: they carry ``surfaceOp``."""
 
 
+LEGACY_EVENT_TYPES: frozenset[str] = frozenset({"steering/message"})
+"""Types only logs from before the harness's react-loop change hold (its bug-fix note of
+2026-08-04): known, read through a projection (:func:`~dsh_session.project_stored_event`), never
+appended."""
+
+
 def is_known_event_type(type: str) -> bool:
-    """Whether ``type`` is a core or plugin event type of format v0 (anything else is unknown)."""
-    return type in CORE_EVENT_TYPES or type in PLUGIN_EVENT_TYPES
+    """Whether ``type`` is a core, plugin or legacy event type of format v0 (anything else is
+    unknown). A write open refuses a log holding an unknown type not marked ``ignorable``."""
+    return type in CORE_EVENT_TYPES or type in PLUGIN_EVENT_TYPES or type in LEGACY_EVENT_TYPES
