@@ -142,3 +142,13 @@ def test_a_nul_in_the_id_or_cwd_is_refused_when_the_header_is_made(field: str) -
     line = json.dumps({"type": "session", "version": 0, **fields}).encode()
     with pytest.raises(HeaderDecodeError):
         decode_header_line(line)
+
+
+def test_an_id_holding_a_lone_surrogate_is_a_header_like_any_other() -> None:
+    # JSONL stores such an id (JSON escapes it), so every backend must: the model may not refuse
+    header = SessionHeader(id="a\ud800", created_at=1, cwd="/w\udfff")
+    line = encode_header_line(header, 0)
+    assert line == b'{"type":"session","version":0,"id":"a\\ud800","createdAt":1,"cwd":"/w\\udfff"}'
+    assert decode_header_line(line)[0] == header
+    with pytest.raises(ValidationError, match="cannot be empty"):
+        SessionHeader(id="", created_at=1)

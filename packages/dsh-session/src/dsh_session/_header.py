@@ -44,7 +44,7 @@ class SessionHeader(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
     version: Literal[0] = 0
-    id: str = Field(min_length=1)
+    id: str  # non-empty, checked below: min_length cannot count a lone surrogate
     created_at: int = Field(alias="createdAt", ge=0, le=MAX_SAFE_INTEGER)
     cwd: str | None = None
     parent_session: str | None = Field(None, alias="parentSession")
@@ -57,6 +57,8 @@ class SessionHeader(BaseModel):
     @classmethod
     def _id_has_no_nul(cls, ident: str) -> str:
         # an id travels as DSH_SESSION_ID into every command (and a NUL ends a C string)
+        if not ident:
+            raise ValueError("a session id cannot be empty")
         if "\x00" in ident:
             raise ValueError(f"a session id cannot hold a NUL character: {ident!r}")
         return ident
