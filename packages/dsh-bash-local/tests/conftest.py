@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -33,3 +36,23 @@ def spawn_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     if request.param == "transport":
         monkeypatch.setattr(_fd_child, "PIDFD_AVAILABLE", False)
     return str(request.param)
+
+
+def _load_local_executors() -> ModuleType:
+    name = "dsh_bash_local_test_executors"
+    if name not in sys.modules:  # tests import with --import-mode=importlib: load it by path
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("local_executors.py")
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def local_executors() -> ModuleType:
+    """``local_executors.py``: the real executor and its broken variants, built from names."""
+    return _load_local_executors()

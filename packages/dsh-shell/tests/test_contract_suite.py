@@ -151,3 +151,31 @@ def test_only_clauses_needing_an_undeclared_capability_are_skipped() -> None:
     skipped = {c.id for c in report.clauses if c.status == "skip"}
     assert skipped == {c.id for c in CLAUSES.values() if c.requires}
     assert {c.status for c in report.clauses if c.id not in skipped} == {"fail"}
+
+
+def test_the_child_process_capability_needs_a_child_factory() -> None:
+    with pytest.raises(ValueError, match="child_factory"):
+        ExecutorFixture(capabilities=frozenset({"child_process"}), make=lambda: None)  # type: ignore[arg-type,return-value]
+
+
+def test_a_child_factory_must_name_module_and_function() -> None:
+    with pytest.raises(ValueError, match="module:function"):
+        ExecutorFixture(
+            capabilities=frozenset({"child_process"}),
+            make=lambda: None,  # type: ignore[arg-type,return-value]
+            child_factory="no_colon_here",
+        )
+
+
+def test_the_child_reports_a_factory_that_cannot_be_loaded(tmp_path: Path) -> None:
+    fixture = ExecutorFixture(
+        capabilities=frozenset({"local_processes", "child_process"}),
+        make=lambda: None,  # type: ignore[arg-type,return-value]
+        child_factory=f"{tmp_path / 'missing.py'}:make",
+    )
+    report = validate(
+        lambda: fixture, only=["stdin_is_not_inherited_from_the_executor_process"], safety_net=3
+    )
+    (clause,) = report.clauses
+    assert clause.status == "fail"
+    assert "without reporting" in clause.message

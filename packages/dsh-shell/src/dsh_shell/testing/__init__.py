@@ -14,6 +14,7 @@ from dsh_shell.testing._context import ContractViolation
 from dsh_shell.testing._fixture import (
     BACKGROUND,
     CAPABILITIES,
+    CHILD_PROCESS,
     LOCAL_PROCESSES,
     SPILL,
     ExecutorFixture,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKGROUND",
     "CAPABILITIES",
+    "CHILD_PROCESS",
     "CLAUSES",
     "LOCAL_PROCESSES",
     "SPILL",

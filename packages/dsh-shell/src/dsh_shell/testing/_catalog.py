@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from dsh_shell.testing import _clauses_background, _clauses_env, _clauses_output, _clauses_run
+from dsh_shell.testing import (
+    _clauses_background,
+    _clauses_child,
+    _clauses_env,
+    _clauses_output,
+    _clauses_run,
+)
 from dsh_shell.testing._registry import Clause
 
 CLAUSES: MappingProxyType[str, Clause] = MappingProxyType(
     {
         c.id: c
-        for module in (_clauses_env, _clauses_run, _clauses_output, _clauses_background)
+        for module in (
+            _clauses_env,
+            _clauses_run,
+            _clauses_child,
+            _clauses_output,
+            _clauses_background,
+        )
         for c in module.group.clauses
     }
 )

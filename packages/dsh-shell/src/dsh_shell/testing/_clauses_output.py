@@ -7,7 +7,13 @@ import contextlib
 import resource
 from pathlib import Path
 
-from dsh_shell.testing._context import ClauseContext, expect, file_mode_and_size, read_text
+from dsh_shell.testing._context import (
+    ClauseContext,
+    ContractViolation,
+    expect,
+    file_mode_and_size,
+    read_text,
+)
 from dsh_shell.testing._fixture import LOCAL_PROCESSES, SPILL
 from dsh_shell.testing._registry import ClauseGroup
 
@@ -52,15 +58,32 @@ async def truncated_output_is_spilled_to_a_private_file(ctx: ClauseContext) -> N
 
 @clause(SPILL)
 async def spill_is_bounded_by_the_spill_cap(ctx: ClauseContext) -> None:
-    """A stream larger than the spill cap does not leave a spill file larger than the cap."""
+    """A stream of exactly the spill cap is spilled whole; a larger one names no spill file.
+
+    The seam: ``spill_path`` names a file holding the complete stream, absent when the stream
+    outgrew the spill cap; so a path for an over-cap stream would hold more than the cap.
+    """
     cap = ctx.fixture.spill_cap_bytes
+    at_cap = await ctx.run(f"head -c {cap} /dev/zero", stdout_max_bytes=1000, timeout=600)
+    expect(at_cap.stdout.truncated, "over-cap output was not marked truncated")
+    path = at_cap.stdout.spill_path
+    expect(path is not None, f"a {cap}-byte stream (the spill cap) has no spill file")
+    assert path is not None
+    _, on_disk = file_mode_and_size(Path(path))
+    expect(on_disk == cap, f"the spill file of a {cap}-byte stream holds {on_disk} bytes")
     size = cap + 1024 * 1024
-    result = await ctx.run(f"head -c {size} /dev/zero", stdout_max_bytes=1000, timeout=600)
-    expect(result.stdout.truncated, "over-cap output was not marked truncated")
-    path = result.stdout.spill_path
+    over = await ctx.run(f"head -c {size} /dev/zero", stdout_max_bytes=1000, timeout=600)
+    expect(over.stdout.truncated, "over-cap output was not marked truncated")
+    path = over.stdout.spill_path
     if path is not None:
-        _, on_disk = file_mode_and_size(Path(path))
-        expect(on_disk <= cap, f"spill file holds {on_disk} bytes over a {cap}-byte cap")
+        try:
+            facts = f"{file_mode_and_size(Path(path))[1]} bytes on disk"
+        except OSError:
+            facts = "missing on disk"
+        raise ContractViolation(
+            f"a {size}-byte stream over the {cap}-byte spill cap names a spill file "
+            f"({facts}); it must name none"
+        )
 
 
 @clause()

@@ -72,9 +72,23 @@ async def resolve_refuses_invalid_limits(ctx: ClauseContext) -> None:
 
 @clause()
 async def cwd_defaults_to_the_resolved_workdir(ctx: ClauseContext) -> None:
-    """Without a workdir the command runs in the workdir resolve() filled in."""
-    spec = ctx.executor.resolve(ShellExecRequest("pwd -P"))
-    result = await ctx.executor.run(spec)
+    """Without a workdir the command runs in the workdir resolve() filled in.
+
+    This process's cwd is one scratch directory during resolve() and another during run(), so
+    an executor that ignores spec.workdir (and runs where this process happens to be) fails.
+    """
+    at_resolve = ctx.scratch / "cwd-at-resolve"
+    at_run = ctx.scratch / "cwd-at-run"
+    at_resolve.mkdir()
+    at_run.mkdir()
+    original = os.getcwd()
+    try:
+        os.chdir(at_resolve)
+        spec = ctx.executor.resolve(ShellExecRequest("pwd -P"))
+        os.chdir(at_run)
+        result = await ctx.executor.run(spec)
+    finally:
+        os.chdir(original)
     expected = real_path(spec.workdir)
     expect(result.stdout.text == f"{expected}\n", f"pwd {result.stdout.text!r} != {expected!r}")
 
@@ -141,7 +155,8 @@ async def _expect_workdir_error(ctx: ClauseContext, workdir: Path) -> None:
 async def stdin_is_given_to_the_command(ctx: ClauseContext) -> None:
     """stdin text is written to the command, then closed."""
     result = await ctx.run("cat", stdin="piped line\n")
-    expect(result.stdout.text == "piped line\n", f"stdout {result.stdout.text!r}")
+    got = (result.exit_code, result.timed_out, result.stdout.text)
+    expect(got == (0, False, "piped line\n"), f"`cat` with stdin gave {got}")
 
 
 @clause()
@@ -179,7 +194,15 @@ async def self_kill_is_neither_timed_out_nor_aborted(ctx: ClauseContext) -> None
 @clause()
 async def timeout_reports_timed_out_not_aborted(ctx: ClauseContext) -> None:
     """A command outliving its timeout is killed and reported as timed out, not aborted."""
-    result = await ctx.run("sleep 600", timeout=1)
+    task = asyncio.ensure_future(ctx.run("sleep 600", timeout=1))
+    try:
+        await ctx.eventually(task.done, "run() returning after its 1 s timeout")
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+    result = task.result()
     expect(result.timed_out and not result.aborted, f"flags {result.timed_out, result.aborted}")
     expect(result.timeout == 1, f"effective timeout {result.timeout} != 1")
     expect(result.exit_code != 0, "a killed command reported exit code 0")
@@ -288,10 +311,17 @@ async def cancelled_task_starts_nothing(ctx: ClauseContext) -> None:
         except (ShellCancelledError, asyncio.CancelledError) as error:
             outcome.append(type(error).__name__)
             return
-        outcome.append("returned")
+        except Exception as error:  # anything else is a failure of this clause
+            outcome.append(f"{type(error).__name__}: {error}")
+            return
+        outcome.append("returned a result")
 
     await asyncio.wait([asyncio.ensure_future(cancelled_caller())])
-    expect(outcome != ["returned"], "run() in a cancelled task returned a result")
+    expect(
+        outcome in (["ShellCancelledError"], ["CancelledError"]),
+        f"run() in a cancelled task raised neither ShellCancelledError nor CancelledError: "
+        f"{outcome}",
+    )
     await asyncio.sleep(0.2)  # let a wrongly spawned command touch its marker
     expect(not marker.exists(), "run() in a cancelled task started the command")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from dsh_shell._executor import ShellExecutor
 
@@ -18,7 +18,11 @@ BACKGROUND: Final = "background"
 SPILL: Final = "spill"
 """Spill files are local paths this process can stat and read (spill clauses)."""
 
-CAPABILITIES: Final = frozenset({LOCAL_PROCESSES, BACKGROUND, SPILL})
+CHILD_PROCESS: Final = "child_process"
+"""``child_factory`` rebuilds the executor in a child Python process (clauses about what a
+command inherits from the process running the executor, such as its stdin)."""
+
+CAPABILITIES: Final = frozenset({LOCAL_PROCESSES, BACKGROUND, SPILL, CHILD_PROCESS})
 """Every capability a clause may require."""
 
 
@@ -31,11 +35,18 @@ class ExecutorFixture:
     clause). ``capabilities`` declares what the executor supports (see `CAPABILITIES`); a
     clause needing an undeclared capability is skipped. ``spill_cap_bytes`` is the
     executor's per-stream spill cap (checked when ``spill`` is declared).
+
+    ``child_factory`` and ``child_args`` (needed by ``child_process``): ``"module:function"``
+    (or ``"/path/to/file.py:function"``) called in a child Python process as
+    ``function(child_args)`` (sync or async; ``child_args`` JSON-serializable) to build the
+    same executor there. The child sees this process's ``sys.path``.
     """
 
     capabilities: frozenset[str]
     make: Callable[[], ShellExecutor]
     spill_cap_bytes: int = 64 * 1024 * 1024
+    child_factory: str | None = None
+    child_args: Any = None
 
     def __post_init__(self) -> None:
         unknown = set(self.capabilities) - CAPABILITIES
@@ -44,3 +55,9 @@ class ExecutorFixture:
                 f"unknown capabilities {sorted(unknown)}; known: {sorted(CAPABILITIES)}"
             )
         object.__setattr__(self, "capabilities", frozenset(self.capabilities))
+        if CHILD_PROCESS in self.capabilities and not self.child_factory:
+            raise ValueError("capability 'child_process' needs child_factory ('module:function')")
+        if self.child_factory is not None and ":" not in self.child_factory:
+            raise ValueError(
+                f"child_factory must look like 'module:function', got {self.child_factory!r}"
+            )
