@@ -144,7 +144,7 @@ async def _compare(jsonl: SessionPersistence, sqlite: SessionPersistence, count:
     assert out_left.getvalue() == out_right.getvalue()
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_random_logs_read_list_and_export_identically(data: st.DataObject) -> None:
     events = data.draw(logs(), label="log")

@@ -10,9 +10,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from hypothesis import settings
 
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_session import SessionEvent, SessionHeader, decode_header_line, make_event
+
+# Properties must not fail on a slow or loaded machine: no per-example deadline.
+settings.register_profile("dsh", deadline=None)
+settings.load_profile("dsh")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "upstream-v0"
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
