@@ -26,10 +26,7 @@ async def test_a_simple_turn_logs_its_events_in_order(make_loop: MakeLoop) -> No
         "step/end",
         "turn/end",
     ]
-    assert data(events[0]) == {
-        "turn": 1,
-        "trigger": {"kind": "message", "source": {"kind": "user"}},
-    }
+    assert data(events[0]) == {"turn": 1}  # no trigger: a restore would drop it (issue 13)
     assert data(of_type(events, "user/message")[0]) == {
         "content": [{"type": "text", "text": "hi"}],
         "source": {"kind": "user"},

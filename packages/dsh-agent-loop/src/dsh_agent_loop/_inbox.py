@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from dsh_agent import SendTarget
 from dsh_llm import UserMessage
@@ -60,16 +59,6 @@ class Inbox:
     def has_waking(self) -> bool:
         """Whether an item sent with ``wake`` waits: reason enough for another turn."""
         return any(item.wake for item in self._items)
-
-    def trigger(self) -> dict[str, Any] | None:
-        """What the next turn's ``turn/start`` names as its trigger: the source of the message
-        that will start it (``{"kind": "message", "source": ...}``), if any."""
-        chosen = next((item for item in self._items if item.target == "next-turn"), None)
-        if chosen is None:
-            chosen = next((item for item in self._items if item.wake), None)
-        if chosen is None:
-            return None
-        return {"kind": "message", "source": chosen.message.source.to_wire()}
 
     def clear(self) -> None:
         """Drop every queued message."""

@@ -235,11 +235,7 @@ async def run_turn(agent: TurnAgent) -> None:
     session = agent.session
     runtime = agent.runtime
     turn = agent.next_turn()
-    start: dict[str, Any] = {"turn": turn}
-    trigger = agent.inbox.trigger()
-    if trigger is not None:
-        start["trigger"] = trigger
-    session.append("turn/start", start)
+    session.append("turn/start", {"turn": turn})  # no trigger: the harness dropped it (issue 13)
     reason: dict[str, Any] = {"kind": "completed"}
     step = 0
     try:
