@@ -15,16 +15,22 @@ import pytest
 
 from dsh_session import (
     MAX_SAFE_INTEGER,
+    TOOL_NOT_STARTED,
+    TOOL_OUTCOME_UNKNOWN,
     ChunkRowError,
     EpochHeader,
+    EventDecodeError,
     Session,
     SessionEvent,
+    SessionForkError,
     SessionHeader,
     SessionValidationError,
+    decode_event,
     decode_row,
     encode_event,
     encode_rows,
     fold_request_header,
+    interrupted_turn_closers,
     make_event,
 )
 
@@ -451,3 +457,410 @@ def test_request_header_delta_and_the_fallback_reason_are_refused() -> None:
         Session(HEADER, [make_event("request/header", 0, 1, fallback)])
     with pytest.raises(SessionValidationError, match="fallback"):
         Session(HEADER).append("request/header", fallback, time=1)
+
+
+# -- repair.spec.ts: interruptedTurnClosers -------------------------------------------------
+
+
+def _start(turn: int, seq: int) -> SessionEvent:
+    return make_event("turn/start", seq, seq, {"turn": turn})
+
+
+def _step(turn: int, seq: int, step: int = 1) -> SessionEvent:
+    return make_event("step/start", seq, seq, {"turn": turn, "step": step})
+
+
+def _asks(turn: int, seq: int, *calls: str) -> SessionEvent:
+    message = {
+        "role": "assistant",
+        "content": [
+            {"type": "tool-call", "id": call, "name": "bash", "arguments": "{}"} for call in calls
+        ],
+        "source": {"kind": "model", "provider": "mock", "model": "mock"},
+    }
+    data = {"turn": turn, "step": 1, "message": message}
+    return make_event("assistant/message", seq, seq, data, surface_op="append")
+
+
+def _answer(turn: int, seq: int, call: str) -> SessionEvent:
+    message = {
+        "role": "user",
+        "source": {"kind": "tool", "callId": call},
+        "content": [{"type": "tool-result", "toolCallId": call, "content": [], "isError": False}],
+    }
+    data = {"turn": turn, "step": 1, "message": message}
+    return make_event("tool/result", seq, seq, data, surface_op="append")
+
+
+def _called(turn: int, seq: int, call: str) -> SessionEvent:
+    data = {"turn": turn, "step": 1, "callId": call, "name": "bash", "arguments": "{}"}
+    return make_event("tool/call", seq, seq, data)
+
+
+def _types(events: list[SessionEvent]) -> list[str]:
+    return [e.type for e in events]
+
+
+def test_a_balanced_or_empty_log_needs_no_closers() -> None:
+    """interruptedTurnClosers: 'returns nothing for a balanced log (ends on turn/end)' and
+    'returns nothing for an empty log'."""
+    end = make_event("turn/end", 1, 1, {"turn": 1, "reason": {"kind": "completed"}})
+    assert interrupted_turn_closers([_start(1, 0), end]) == []
+    assert interrupted_turn_closers([]) == []
+
+
+def test_an_open_turn_without_a_step_gets_only_turn_end_interrupted() -> None:
+    """interruptedTurnClosers: 'closes an open turn with no open step'."""
+    (end,) = interrupted_turn_closers([_start(1, 0)])
+    assert (end.type, end.seq) == ("turn/end", 1)
+    assert end.to_wire()["data"]["reason"] == {"kind": "interrupted"}
+
+
+def test_an_open_step_closes_before_the_turn() -> None:
+    """interruptedTurnClosers: 'closes an open step before the turn (step/end then turn/end)'."""
+    closers = interrupted_turn_closers([_start(1, 0), _step(1, 1)])
+    assert _types(closers) == ["step/end", "turn/end"]
+    assert [c.seq for c in closers] == [2, 3]
+
+
+def test_a_requested_call_with_no_recorded_start_is_not_started() -> None:
+    """interruptedTurnClosers: 'marks an assistant tool request with no recorded call as not
+    started'."""
+    closers = interrupted_turn_closers([_start(2, 0), _step(2, 1), _asks(2, 2, "call-1")])
+    assert _types(closers) == ["tool/result", "step/end", "turn/end"]
+    assert [c.seq for c in closers] == [3, 4, 5]
+    data = closers[0].to_wire()["data"]
+    assert (data["turn"], data["step"]) == (2, 1)
+    assert data["message"]["source"]["callId"] == "call-1"
+    assert data["message"]["content"][0]["isError"] is True
+    assert data["error"]["code"] == TOOL_NOT_STARTED
+    assert data["message"]["content"][0]["content"] == [
+        {
+            "type": "text",
+            "text": "The tool call was interrupted before the Harness recorded it as started. "
+            "Retry it if it is still needed.",
+        }
+    ]
+
+
+def test_an_answered_call_gets_no_synthetic_result() -> None:
+    """interruptedTurnClosers: 'does NOT synthesize a result for a tool-call that already has
+    one'."""
+    log = [_start(2, 0), _step(2, 1), _asks(2, 2, "call-1"), _answer(2, 3, "call-1")]
+    assert _types(interrupted_turn_closers(log)) == ["step/end", "turn/end"]
+
+
+def test_no_result_is_synthesized_after_the_owning_step_closed() -> None:
+    """interruptedTurnClosers: 'does NOT synthesize a result after the owning step already
+    closed'."""
+    log = [
+        _start(2, 0),
+        _step(2, 1),
+        _asks(2, 2, "call-1"),
+        make_event("step/end", 3, 3, {"turn": 2, "step": 1}),
+    ]
+    (end,) = interrupted_turn_closers(log)
+    assert (end.type, end.seq) == ("turn/end", 4)
+
+
+def test_only_the_open_turn_gets_synthetic_results() -> None:
+    """interruptedTurnClosers: 'synthesizes results only for the still-open turn, not a
+    committed earlier turn'."""
+    log = [
+        _start(1, 0),
+        _step(1, 1),
+        _asks(1, 2, "old-call"),
+        _answer(1, 3, "old-call"),
+        make_event("step/end", 4, 4, {"turn": 1, "step": 1}),
+        make_event("turn/end", 5, 5, {"turn": 1, "reason": {"kind": "completed"}}),
+        _start(2, 6),
+        _step(2, 7),
+        _asks(2, 8, "new-call"),
+    ]
+    closers = interrupted_turn_closers(log)
+    assert _types(closers) == ["tool/result", "step/end", "turn/end"]
+    assert closers[0].to_wire()["data"]["message"]["source"]["callId"] == "new-call"
+
+
+def test_each_unanswered_call_gets_a_result_in_log_order() -> None:
+    """interruptedTurnClosers: 'synthesizes a result for each of multiple unanswered calls, in
+    log order' (call-a answered, call-b not)."""
+    log = [_start(1, 0), _step(1, 1), _asks(1, 2, "call-a", "call-b"), _answer(1, 3, "call-a")]
+    closers = interrupted_turn_closers(log)
+    assert _types(closers) == ["tool/result", "step/end", "turn/end"]
+    assert closers[0].to_wire()["data"]["message"]["source"]["callId"] == "call-b"
+
+
+def test_a_started_call_gets_outcome_unknown_citing_its_tool_call() -> None:
+    """interruptedTurnClosers: 'synthesized tool/result carries surfaceOp and sourceEventSeqs
+    when tool/call was logged'."""
+    log = [_start(1, 0), _step(1, 1), _asks(1, 2, "call-1"), _called(1, 3, "call-1")]
+    closers = interrupted_turn_closers(log)
+    assert _types(closers) == ["tool/result", "step/end", "turn/end"]
+    result = closers[0]
+    assert result.surface_op == "append"
+    assert result.source_event_seqs == (3,)
+    data = result.to_wire()["data"]
+    assert data["error"] == {"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN}
+    text = data["message"]["content"][0]["content"][0]["text"]
+    assert "retry only if the operation is read-only or idempotent" in text
+    assert "first verify external state or ask the user" in text
+
+
+def test_a_tool_call_without_a_requesting_message_gets_no_result() -> None:
+    """interruptedTurnClosers: 'handles tool/call without a matching assistant/message entry
+    gracefully'."""
+    log = [_start(1, 0), _step(1, 1), _called(1, 2, "orphan")]
+    assert _types(interrupted_turn_closers(log)) == ["step/end", "turn/end"]
+
+
+# -- fork.spec.ts: SessionStore.fork --------------------------------------------------------
+
+
+def _turn(session: Session, turn: int, reason: Any = None) -> None:
+    session.append("turn/start", {"turn": turn}, time=turn * 10)
+    user = {"content": [{"type": "text", "text": "hello"}], "source": {"kind": "user"}}
+    session.append("user/message", user, time=turn * 10 + 1)
+    session.append(
+        "turn/end", {"turn": turn, "reason": reason or {"kind": "completed"}}, time=turn * 10 + 2
+    )
+
+
+def test_forking_an_empty_session_gives_an_empty_child_with_lineage() -> None:
+    """SessionStore.fork: 'forks an empty live session as an empty child with lineage
+    metadata'."""
+    child = Session(HEADER).fork("child", created_at=5)
+    assert child.next_seq == 0
+    assert child.header.parent_session == HEADER.id
+    assert not child.header.is_seeded
+
+
+def test_the_default_boundary_is_the_whole_balanced_log_and_log_only_events_after_it() -> None:
+    """SessionStore.fork: 'forks the latest completed boundary by default into detached frozen
+    seed events' and 'includes stable log-only events appended after a closed turn'."""
+    source = Session(HEADER)
+    _turn(source, 1)
+    source.append("test/log-only", {"value": "after execution"}, time=99)
+    child = source.fork("child", created_at=5)
+    assert list(child.events)[:-1] == list(source.events)
+    assert child.events[-2].to_wire()["data"] == {"value": "after execution"}
+    assert child.events[-1].to_wire()["data"] == {"inherited": True}  # our seed's end marker
+    assert child.inherited_event_count == source.next_seq
+    assert child.header.is_seeded
+    assert child.derive_messages() == source.derive_messages()
+
+
+def test_an_earlier_boundary_works_while_the_source_has_an_open_tail() -> None:
+    """SessionStore.fork: 'forks from an earlier turn boundary even when the source currently
+    has an open tail'."""
+    source = Session(HEADER)
+    _turn(source, 1)
+    boundary = source.next_seq - 1
+    source.append("turn/start", {"turn": 2}, time=100)
+    child = source.fork("child", boundary=boundary, created_at=5)
+    assert list(child.events)[:-1] == list(source.events)[: boundary + 1]
+    assert child.events[-1].type == "session/end-seed"
+    assert child.inherited_event_count == boundary + 1
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        {"kind": "completed"},
+        {"kind": "aborted", "reason": {"kind": "user"}},
+        {"kind": "blocked"},
+        {"kind": "error", "error": {"message": "m", "code": "UNKNOWN"}},
+        {"kind": "max-tokens"},
+        {"kind": "interrupted"},
+    ],
+)
+def test_every_turn_end_reason_is_a_fork_boundary(reason: Any) -> None:
+    """SessionStore.fork: 'accepts every turn/end reason as an explicit fork boundary'."""
+    source = Session(HEADER)
+    _turn(source, 1, reason)
+    child = source.fork("child", boundary=source.next_seq - 1, created_at=5)
+    assert child.events[-2].type == "turn/end"
+    assert child.inherited_event_count == source.next_seq
+
+
+@pytest.mark.parametrize("boundary", [-1, 3, MAX_SAFE_INTEGER + 1])
+def test_an_invalid_boundary_is_refused(boundary: int) -> None:
+    """SessionStore.fork: 'rejects invalid boundaries before creating a child' (negative, past
+    the end, unsafe; an empty session has no boundary 0)."""
+    source = Session(HEADER)
+    _turn(source, 1)
+    with pytest.raises(SessionForkError) as caught:
+        source.fork("child", boundary=boundary)
+    assert caught.value.code == "INVALID_BOUNDARY"
+    with pytest.raises(SessionForkError) as empty:
+        Session(HEADER).fork("child", boundary=0)
+    assert empty.value.code == "INVALID_BOUNDARY"
+
+
+def test_a_boundary_inside_an_open_turn_is_refused() -> None:
+    """SessionStore.fork: 'rejects selected slices whose boundary is inside an open turn'."""
+    source = Session(HEADER)
+    _turn(source, 1)
+    source.append("turn/start", {"turn": 2}, time=100)
+    source.append("step/start", {"turn": 2, "step": 1}, time=101)
+    for boundary in (source.next_seq - 2, source.next_seq - 1):
+        with pytest.raises(SessionForkError) as caught:
+            source.fork("child", boundary=boundary)
+        assert caught.value.code == "OPEN_TURN"
+
+
+# -- surface.spec.ts ------------------------------------------------------------------------
+
+
+def _user_text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}
+
+
+def _surface_session(count: int) -> Session:
+    session = Session(HEADER)
+    for k in range(count):
+        session.append("user/message", _user_text(f"m{k}"), time=k)
+    return session
+
+
+def _replace(session: Session, start: int, end: int, sources: list[int]) -> SessionEvent:
+    return session.append(
+        "user/message",
+        _user_text("summary"),
+        surface_op={"op": "replace", "start": start, "end": end},
+        source_event_seqs=sources,
+        time=100,
+    )
+
+
+def test_append_markers_fold_into_ordered_nodes() -> None:
+    """SurfaceManager: 'folds an ordered sequence list from surfaceOp: append markers' and
+    'empty surface yields empty nodes'."""
+    assert Session(HEADER).surface == ()
+    assert _surface_session(3).surface == (0, 1, 2)
+
+
+def test_a_replace_splices_only_its_range() -> None:
+    """SurfaceManager: 'replace with both ends at real nodes splices only the range' and
+    'replace starting at non-head position preserves surrounding order'."""
+    session = _surface_session(4)
+    _replace(session, 1, 2, [1, 2])
+    assert session.surface == (0, 4, 3)
+    assert session.replace_generation == 1
+    texts = [m.content[0].text for m in session.derive_messages()]  # type: ignore[union-attr]
+    assert texts == ["m0", "summary", "m3"]
+
+
+def test_a_single_node_replacement() -> None:
+    """SurfaceManager: 'single-node replacement (start === end)'."""
+    session = _surface_session(2)
+    _replace(session, 1, 1, [1])
+    assert session.surface == (0, 2)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "problem"),
+    [
+        (7, 1, "seq 7, which is not a surface node"),
+        (0, 7, "seq 7, which is not a surface node"),
+        (2, 0, "start 2 comes after end 0"),
+    ],
+)
+def test_a_replace_naming_a_missing_node_or_reversed_is_refused(
+    start: int, end: int, problem: str
+) -> None:
+    """SurfaceManager: 'throws when replace start is not found', '... end is not found',
+    'throws when start is after end' — and the log is unchanged."""
+    session = _surface_session(3)
+    with pytest.raises(SessionValidationError, match=problem) as caught:
+        _replace(session, start, end, [0, 1, 2])
+    assert caught.value.code == "SURFACE"
+    assert (session.next_seq, session.surface) == (3, (0, 1, 2))
+
+
+def test_a_replace_must_cite_every_node_it_shadows() -> None:
+    """foldSurface source-event references: 'accepts absent or valid source-event references
+    and complete replacement coverage' (the incomplete one is refused)."""
+    session = _surface_session(3)
+    with pytest.raises(SessionValidationError, match="cite every shadowed node"):
+        _replace(session, 0, 1, [0])
+
+
+def test_surface_fields_on_a_non_surface_event_are_refused() -> None:
+    """foldSurface: 'rejects source-event references on a non-surface event' and 'foldSurface
+    rejects surfaceOp on a non-surface event'."""
+    with pytest.raises(
+        SessionValidationError, match=r"unexpected envelope key\(s\) \['surfaceOp'\]"
+    ):
+        Session(HEADER).append("turn/start", {"turn": 1}, surface_op="append", time=1)
+    with pytest.raises(SessionValidationError, match="sourceEventSeqs"):
+        Session(HEADER).append("turn/start", {"turn": 1}, source_event_seqs=[], time=1)
+
+
+def test_a_surface_type_without_its_marker_is_refused() -> None:
+    """SurfaceManager: 'foldSurface rejects a surface-eligible event without its mandatory
+    marker'."""
+    line = (
+        b'{"type":"user/message","seq":0,"time":1,"data":{"content":[],"source":{"kind":"user"}}}'
+    )
+    with pytest.raises(EventDecodeError, match="must carry surfaceOp"):
+        decode_event(line)
+
+
+def test_an_empty_source_list_on_an_assistant_message_is_accepted() -> None:
+    """foldSurface source-event references: 'accepts an explicit empty source-event list on an
+    assistant message'."""
+    session = Session(HEADER)
+    data = {"turn": 1, "step": 1, "content": [{"type": "text", "text": "x"}], "provenance": {}}
+    event = session.append("assistant/message", data, source_event_seqs=[], time=1)
+    assert event.source_event_seqs == ()
+
+
+def test_an_empty_assistant_node_derives_to_nothing() -> None:
+    """Session.append surface opts: 'deriveMessages skips a surface node that derives to null
+    (empty assistant/message)'."""
+    session = _surface_session(1)
+    session.append("assistant/message", {"turn": 1, "step": 1, "content": []}, time=2)
+    assert session.surface == (0, 1)
+    assert len(session.derive_messages()) == 1
+
+
+def _result(seq_call: str, text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "turn": 1,
+        "step": 1,
+        "callId": seq_call,
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+        **extra,
+    }
+
+
+def test_tool_result_rewrites_change_only_one_results_content() -> None:
+    """foldSurface tool-result rewrites: 'rejects a replacement spanning multiple current
+    nodes', 'rejects a replacement targeting a non-result node', 'rejects changes outside
+    tool-result content', 'compares array-valued rest fields structurally'."""
+    session = Session(HEADER)
+    session.append("user/message", _user_text("go"), time=1)
+    session.append("tool/result", _result("c1", "long output", meta=[1, 2]), time=2)
+    session.append("tool/result", _result("c2", "other"), time=3)
+
+    def rewrite(start: int, end: int, data: dict[str, Any]) -> SessionEvent:
+        return session.append(
+            "tool/result",
+            data,
+            surface_op={"op": "replace", "start": start, "end": end},
+            source_event_seqs=list(range(start, end + 1)),
+            time=4,
+        )
+
+    with pytest.raises(SessionValidationError, match="exactly one tool/result"):
+        rewrite(1, 2, _result("c1", "short", meta=[1, 2]))
+    with pytest.raises(SessionValidationError, match="exactly one tool/result"):
+        rewrite(0, 0, _result("c1", "short", meta=[1, 2]))
+    with pytest.raises(SessionValidationError, match="only the result content"):
+        rewrite(1, 1, _result("c1", "short", meta=[1, 3]))  # drifted meta array
+    with pytest.raises(SessionValidationError, match="only the result content"):
+        rewrite(1, 1, {**_result("c1", "short", meta=[1, 2]), "isError": True})
+    rewrite(1, 1, _result("c1", "short", meta=[1, 2]))  # equal meta array: accepted
+    assert session.surface == (0, 3, 2)
