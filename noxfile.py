@@ -123,6 +123,7 @@ def build(session: nox.Session) -> None:
 CONTRACT_VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "bash-local": ("dsh-bash-local", None, None),
     "jsonl-none": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none"),
+    "jsonl-none-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none-pack"),
     "jsonl-zstd": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd"),
     "jsonl-zstd-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd-pack"),
     "sqlite-compressed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "compressed"),

@@ -1,4 +1,4 @@
-"""Shared fixtures: the three storage variants and small builders of headers and events."""
+"""Shared fixtures: the four storage variants and small builders of headers and events."""
 
 from __future__ import annotations
 
@@ -41,14 +41,16 @@ class Variant:
 
 VARIANTS = {
     "none": Variant("none", "none", False),
+    "none+pack": Variant("none+pack", "none", True),
     "zstd": Variant("zstd", "zstd", False),
     "zstd+pack": Variant("zstd+pack", "zstd", True),
 }
-_ENV_NAMES = {"none": "none", "zstd": "zstd", "zstd-pack": "zstd+pack"}
+_ENV_NAMES = {"none": "none", "none-pack": "none+pack", "zstd": "zstd", "zstd-pack": "zstd+pack"}
 
 
 def selected_variants() -> list[str]:
-    """Every variant, or only the one ``DSH_JSONL_VARIANT`` (none|zstd|zstd-pack) names."""
+    """Every variant, or only the one ``DSH_JSONL_VARIANT`` names (none, none-pack, zstd or
+    zstd-pack)."""
     chosen = os.environ.get("DSH_JSONL_VARIANT")
     if not chosen:
         return list(VARIANTS)

@@ -19,7 +19,9 @@ class SessionSnapshot:
     - ``updated_at``: last change, epoch milliseconds (like ``SessionHeader.created_at``), or
       ``None`` when unknown;
     - ``plain_path``: the absolute path of a per-session plain UTF-8 JSONL file that *is* the
-      complete log, when the backend keeps one; ``None`` otherwise.
+      complete log, when the backend keeps one (what an agent greps); ``None`` otherwise. Line 1
+      is the header line and the rows decode to exactly the logical events; a log written with
+      packed chunk rows keeps them packed there, so its bytes then differ from the export.
     """
 
     header: SessionHeader

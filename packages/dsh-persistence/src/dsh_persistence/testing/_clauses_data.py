@@ -9,7 +9,13 @@ from collections.abc import MutableSequence, Sequence
 from pathlib import Path
 
 from dsh_persistence import SessionFormatUnsupportedError, SessionPersistence, export_session
-from dsh_persistence.testing._expect import expect, expect_equal, expect_events, expect_raises
+from dsh_persistence.testing._expect import (
+    ContractViolation,
+    expect,
+    expect_equal,
+    expect_events,
+    expect_raises,
+)
 from dsh_persistence.testing._fixture import CORRUPT_TAIL, PLAIN_PATH, REOPEN
 from dsh_persistence.testing._runner import ClauseContext, clause
 from dsh_persistence.testing._samples import (
@@ -17,10 +23,11 @@ from dsh_persistence.testing._samples import (
     nested_event,
     one_turn,
     second_turn,
+    streamed_turn,
     unknown_event,
     user_message,
 )
-from dsh_session import SessionEvent, encode_event, encode_header_line
+from dsh_session import SessionEvent, decode_rows, encode_event, encode_header_line
 
 TEN_MIB = 10 * 1024 * 1024
 STRINGS = [
@@ -219,20 +226,21 @@ async def clause_revision_is_equal_iff_the_log_is_unchanged(ctx: ClauseContext) 
 
 
 @clause(PLAIN_PATH)
-async def clause_plain_path_content_equals_the_export(ctx: ClauseContext) -> None:
-    """A materialized session's plain_path (from stat and list) is an absolute file whose bytes
-    equal export_session's output, while writing and after close."""
+async def clause_plain_path_rows_decode_to_the_logical_events(ctx: ClauseContext) -> None:
+    """A materialized session's plain_path (from stat and list) is an absolute UTF-8 JSONL file:
+    line 1 is the header line export_session writes, and its rows decode (packed chunk rows
+    expanded) to exactly the logical events, while writing and after close."""
     persistence = await ctx.instance()
     writer = await persistence.create(header("plain", cwd="/work/plain"))
-    for batch in (one_turn(), second_turn()):
+    for batch in (one_turn(), streamed_turn(6, turn=2), second_turn(17)):
         await writer.append(batch)
         await writer.flush()
-        await _expect_plain_equals_export(persistence, "plain")
+        await _expect_plain_rows_are_the_log(persistence, "plain")
     await writer.close()
-    await _expect_plain_equals_export(persistence, "plain")
+    await _expect_plain_rows_are_the_log(persistence, "plain")
 
 
-async def _expect_plain_equals_export(persistence: SessionPersistence, session_id: str) -> None:
+async def _expect_plain_rows_are_the_log(persistence: SessionPersistence, session_id: str) -> None:
     snapshot = await persistence.stat(session_id)
     path = snapshot.plain_path if snapshot is not None else None
     expect(path, "stat(...).plain_path is not set")
@@ -242,8 +250,22 @@ async def _expect_plain_equals_export(persistence: SessionPersistence, session_i
     expect(path in listed, f"list() does not give plain_path {path!r}: {listed}")
     out = io.BytesIO()
     await export_session(persistence, session_id, out)
+    exported = out.getvalue().split(b"\n")
     content = await asyncio.to_thread(Path(path).read_bytes)
-    expect_equal(content, out.getvalue(), f"the bytes of {path}")
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ContractViolation(f"{path} is not UTF-8: {error}") from None
+    expect(text.endswith("\n"), f"{path} does not end with a newline")
+    lines = content.split(b"\n")[:-1]
+    expect(lines, f"{path} is empty")
+    expect_equal(lines[0], exported[0], f"line 1 (the header) of {path}")
+    try:
+        events, used = decode_rows(lines[1:], 0)
+    except ValueError as error:
+        raise ContractViolation(f"the rows of {path} do not decode: {error}") from None
+    expect(used == len(lines) - 1, f"{path} line {used + 2} does not decode as the next row")
+    expect_equal([encode_event(e) for e in events], exported[1:-1], f"the logical events of {path}")
 
 
 def _scribble(value: object) -> None:

@@ -26,8 +26,9 @@ CAPABILITIES: dict[str, str] = {
     DAMAGE_EVENT: "the damage_event(session_id, seq) hook spoils the stored record of one "
     "flushed event of a closed session in place (it no longer decodes) and leaves every other "
     "record intact, as a bad disk would (needs reopen)",
-    PLAIN_PATH: "snapshots of materialized sessions carry plain_path, a plain JSONL file whose "
-    "bytes equal export_session's output",
+    PLAIN_PATH: "snapshots of materialized sessions carry plain_path, a UTF-8 JSONL file whose "
+    "line 1 is the header export_session writes and whose rows decode (packed chunk rows "
+    "expanded) to exactly the logical events; with unpacked rows its bytes equal the export",
 }
 """Every capability a backend may declare, with what declaring it promises."""
 

@@ -98,6 +98,37 @@ def second_turn(start: int = 6) -> list[SessionEvent]:
     ]
 
 
+def streamed_turn(start: int = 0, turn: int = 1) -> list[SessionEvent]:
+    """Eleven events (seqs ``start``..``start+10``): a turn whose answer streams as a run of
+    ``assistant/chunk`` text deltas (what a backend with ``pack_chunks`` packs into one row)."""
+    pieces = ["Str", "eam", "ed ", "ans", "wer"]
+    data = {"turn": turn, "step": 1}
+    chunks = [
+        event(
+            "assistant/chunk",
+            start + 3 + i,
+            {**data, "chunk": {"type": "text-delta", "index": 0, "text": text}},
+        )
+        for i, text in enumerate(pieces)
+    ]
+    usage = {"inputTokens": 3, "outputTokens": 5, "cacheReadTokens": 0, "reasoningTokens": 0}
+    assistant = {
+        **data,
+        "content": [{"type": "text", "text": "".join(pieces)}],
+        "provenance": {"provider": "mock", "model": "mock"},
+        "usage": usage,
+    }
+    return [
+        event("turn/start", start, {"turn": turn, "trigger": _TRIGGER}),
+        user_message(start + 1, "stream please"),
+        event("step/start", start + 2, data),
+        *chunks,
+        event("assistant/message", start + 8, assistant, surface_append=True),
+        event("step/end", start + 9, data),
+        event("turn/end", start + 10, {"turn": turn, "reason": {"kind": "completed"}}),
+    ]
+
+
 def unknown_event(seq: int, *, ignorable: bool | None = None) -> SessionEvent:
     """An event of a type no build knows (``mystery/event``), optionally ignorable."""
     return event("mystery/event", seq, {"note": "from the future", "n": 1}, ignorable=ignorable)
