@@ -254,7 +254,7 @@ async def timeout_kills_descendants_that_left_the_group(ctx: ClauseContext) -> N
     timeout (a double fork with setsid); this clause does not ask for that.
     """
     try:
-        result = await ctx.run(_ESCAPEES, timeout=3)
+        result = await ctx.run(_ESCAPEES, timeout=5)
     finally:
         pids = read_pids(ctx.scratch, *_ESCAPEE_FILES)
         ctx.track(pids)
