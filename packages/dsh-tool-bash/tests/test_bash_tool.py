@@ -24,6 +24,8 @@ BACKGROUND_DESCRIPTION = (
     "variables; inspect them when you need them.\n"
     "Long output is cut to its tail, and the full output is saved to a file whose path is "
     "reported when available.\n"
+    "A process started with `&` that outlives the command keeps running after the call "
+    "returns, and its later output is not collected; stop it yourself when you are done.\n"
     "For long-running commands set `run_in_background: true`: the call returns a job id at "
     "once; read the job's output with `job_output`, list jobs with `job_list` and stop one "
     "with `job_kill`."

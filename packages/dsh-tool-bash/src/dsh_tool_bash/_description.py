@@ -18,6 +18,8 @@ _COMMON: Final = (
     f"`${DSH_ENV_PREFIX}*` variables; inspect them when you need them.",
     "Long output is cut to its tail, and the full output is saved to a file whose path is "
     "reported when available.",
+    "A process started with `&` that outlives the command keeps running after the call "
+    "returns, and its later output is not collected; stop it yourself when you are done.",
 )
 
 _BACKGROUND: Final = (
