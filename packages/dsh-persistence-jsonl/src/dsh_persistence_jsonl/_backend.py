@@ -25,6 +25,7 @@ from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
 from dsh_persistence_jsonl._pathcodec import session_segment
+from dsh_persistence_jsonl._rows import StoredRows
 from dsh_persistence_jsonl._safefs import OddFileError, open_regular
 from dsh_persistence_jsonl._store import LoadedLog
 from dsh_persistence_jsonl._zstdframes import compress_frame
@@ -82,6 +83,7 @@ class JsonlPersistence(RootCatalog):
             access="write",
             path=None,
             events=[],
+            rows=StoredRows(),
             committed_end=0,
             lines=1,
         )
@@ -132,6 +134,7 @@ class JsonlPersistence(RootCatalog):
                 access="read",
                 path=None,
                 events=[],
+                rows=StoredRows(),
                 committed_end=0,
                 lines=1,
             )
@@ -157,6 +160,7 @@ class JsonlPersistence(RootCatalog):
             access=access,
             path=path,
             events=loaded.body.events,
+            rows=loaded.body.rows,
             committed_end=loaded.body.committed_end,
             lines=1 + loaded.body.lines,
             ino=loaded.ino,

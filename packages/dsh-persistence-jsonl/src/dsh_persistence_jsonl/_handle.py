@@ -25,12 +25,16 @@ from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import AppendRollbackError, append_with_rollback
 from dsh_persistence_jsonl._lock import SessionLock
+from dsh_persistence_jsonl._rows import StoredRows
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import Compression, LoadedLog, read_suffix
 from dsh_persistence_jsonl._zstdframes import compress_frame
-from dsh_session import SessionEvent, SessionHeader, decode_event, encode_rows
+from dsh_session import SessionEvent, SessionHeader, encode_rows
 
 Access = Literal["read", "write"]
+Kept = tuple[Sequence[SessionEvent], Sequence[bytes]] | None
+"""What an append keeps: its detached events with the rows written for them, or ``None`` (only
+the batch's lines, one per event)."""
 
 
 class HandleOwner(Protocol):
@@ -84,6 +88,7 @@ class JsonlSessionHandle:
         access: Access,
         path: Path | None,
         events: list[SessionEvent],
+        rows: StoredRows,
         committed_end: int,
         lines: int,
         ino: int = 0,
@@ -94,14 +99,18 @@ class JsonlSessionHandle:
         self._inherited = inherited_event_count
         self._access: Access = access
         self._path = path
-        self._events = events
+        # Every read hands out events the caller owns: a cached event goes out at most once (its
+        # slot then holds None and its flag in _gone is 1), and an event without a cached object
+        # (handed out before, or appended as a line and never decoded) is decoded from its row.
+        self._events: list[SessionEvent | None] = list(events)
+        self._gone = bytearray(len(events))
+        self._rows = rows
         self._offset = committed_end
         self._lines = lines
         self._ino = ino
         self._closed = False
         self._close_task: asyncio.Future[None] | None = None
         self._mutex = asyncio.Lock()
-        self._unread: list[bytes] = []  # lines appended here, decoded on the next read
         self._busy = 0  # operations holding or waiting for the mutex
         # write side
         self._fd: int | None = None
@@ -159,19 +168,25 @@ class JsonlSessionHandle:
         check_read_range(offset, length)
         if self._access == "read":
             await self._refresh()
-        elif self._unread:
-            self._settle()
-        stop = None if length is None else offset + length
-        return self._events[offset:stop]
-
-    def _settle(self) -> None:
-        """Decode the lines this write handle appended since its last read."""
-        self._events.extend(map(decode_event, self._unread))
-        self._unread.clear()
+        cache, gone = self._events, self._gone
+        stop = len(cache) if length is None else min(offset + length, len(cache))
+        if offset >= stop:
+            return []
+        out = cache[offset:stop]
+        start = gone.find(1, offset, stop)
+        while start != -1:  # runs of events without a cached object: decode them again
+            end = gone.find(0, start, stop)
+            if end == -1:
+                end = stop
+            out[start - offset : end - offset] = self._rows.decode(start, end)
+            start = gone.find(1, end, stop)
+        cache[offset:stop] = [None] * (stop - offset)
+        gone[offset:stop] = b"\x01" * (stop - offset)
+        return out  # type: ignore[return-value]  # every None was replaced by a decoded event
 
     @property
     def _next_seq(self) -> int:
-        return len(self._events) + len(self._unread)
+        return self._rows.count
 
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Append a contiguous batch starting at the stored next seq; visible on return."""
@@ -185,9 +200,9 @@ class JsonlSessionHandle:
             # Nothing queued or in flight and the log is open: the whole append runs now without
             # an await, so nothing can interleave and no cancellation can cut it (no task).
             self._check_released("append")
-            payload, detached = self._prepare(batch, events)
+            payload, kept = self._prepare(batch, events)
             self._write(payload)
-            self._commit(batch, detached)
+            self._commit(batch, kept)
             return
         await run_to_completion(self._append(batch))
 
@@ -197,39 +212,43 @@ class JsonlSessionHandle:
             async with self._mutex:
                 self._check_released("append")
                 # the batch's detached events: the caller may have changed its own meanwhile
-                payload, detached = self._prepare(batch, None)
+                payload, kept = self._prepare(batch, None)
                 if self._fd is None:
                     await self._backend._materialize(self, payload)
                 else:
                     self._write(payload)
-                self._commit(batch, detached)
+                self._commit(batch, kept)
         finally:
             self._busy -= 1
 
     def _prepare(
         self, batch: AppendBatch, events: Sequence[SessionEvent] | None
-    ) -> tuple[bytes, Sequence[SessionEvent] | None]:
-        """Check contiguity; return the bytes to write and the detached events to keep (``None``:
-        keep the plain lines undecoded until a read asks for events). ``events`` are the
-        caller's, still carrying the seqs just encoded (no await since), or ``None``: use the
-        batch's detached events."""
+    ) -> tuple[bytes, Kept]:
+        """Check contiguity; return the bytes to write and what to keep (``Kept``: the detached
+        events with their rows, or ``None``: the plain lines, decoded when a read asks for
+        events). ``events`` are the caller's, still carrying the seqs just encoded (no await
+        since), or ``None``: use the batch's detached events."""
         pack = self._backend.pack_chunks
         if events is None or pack:
             detached = batch.events
             assert_contiguous(self.id, detached, self._next_seq)
             rows = encode_rows(detached, pack_chunks=True) if pack else batch.lines
-            return b"\n".join([*rows, b""]), detached
+            return b"\n".join([*rows, b""]), (detached, rows)
         assert_contiguous(self.id, events, self._next_seq)
         return b"\n".join([*batch.lines, b""]), None
 
-    def _commit(self, batch: AppendBatch, detached: Sequence[SessionEvent] | None) -> None:
+    def _commit(self, batch: AppendBatch, kept: Kept) -> None:
         """Count a written batch as appended (visible to reads)."""
-        if detached is None:
-            self._unread.extend(batch.lines)
+        if kept is None:  # only lines: decoded from the rows when a read asks for them
+            count = len(batch.lines)
+            self._rows.add(batch.lines, count)
+            self._events.extend([None] * count)
+            self._gone.extend(b"\x01" * count)
         else:
-            if self._unread:
-                self._settle()
+            detached, rows = kept
+            self._rows.add(rows, len(detached))
             self._events.extend(detached)
+            self._gone.extend(bytes(len(detached)))
 
     def _write(self, payload: bytes) -> None:
         # One batch into the page cache runs inline: cheaper than a thread hop (bench_jsonl);
@@ -389,6 +408,8 @@ class JsonlSessionHandle:
                 found = await asyncio.to_thread(self._backend._load_for_read, self.id, path)
                 self._header_line = found.header_line
                 self._events.extend(found.body.events)
+                self._gone.extend(bytes(len(found.body.events)))
+                self._rows.extend(found.body.rows)
                 self._offset = found.body.committed_end
                 self._lines = 1 + found.body.lines
                 self._ino = found.ino
@@ -398,7 +419,7 @@ class JsonlSessionHandle:
                 path,
                 self._backend.compression,
                 offset=self._offset,
-                expected_seq=len(self._events),
+                expected_seq=self._rows.count,
                 first_line=self._lines + 1,
                 ino=self._ino,
             )
@@ -412,5 +433,7 @@ class JsonlSessionHandle:
             return
         scan, _size = got
         self._events.extend(scan.events)
+        self._gone.extend(bytes(len(scan.events)))
+        self._rows.extend(scan.rows)
         self._offset = scan.committed_end
         self._lines += scan.lines

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from dsh_persistence_jsonl._rows import StoredRows
 from dsh_persistence_jsonl._zstdframes import FrameTooLargeError
 from dsh_session import SessionEvent, decode_row, decode_rows
 
@@ -37,6 +38,8 @@ class BodyScan:
     """Result of scanning a log body (or a suffix of it)."""
 
     events: list[SessionEvent] = field(default_factory=list)
+    rows: StoredRows = field(default_factory=StoredRows)
+    """The accepted rows the events were decoded from (what a re-read decodes again)."""
     committed_end: int = 0
     """Byte offset just past the last accepted unit (line or frame): the safe truncation point."""
     lines: int = 0
@@ -134,6 +137,7 @@ class PlainScanner:
         else:
             result.events = events
         self._seq += len(events)
+        result.rows.add(lines if done == len(lines) else lines[:done], len(events))
         if done < len(lines):
             self._found(lines, done, end, _issue_reason(lines[done], self._seq))
             return
@@ -191,6 +195,7 @@ def scan_frames_plaintext(
             reason = _issue_reason(lines[done], expected_seq + len(frame_events))
             raise LogDamage(line_no + done, f"zstd frame at byte {start}: {reason}")
         result.events.extend(frame_events)
+        result.rows.add(lines, len(frame_events))
         expected_seq += len(frame_events)
         result.committed_end = end
         result.lines += len(lines)
