@@ -9,8 +9,13 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from hypothesis import settings
 
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor, _fd_child
+
+# Properties must not fail on a slow or loaded machine: no per-example deadline.
+settings.register_profile("dsh", deadline=None)
+settings.load_profile("dsh")
 
 
 @pytest.fixture

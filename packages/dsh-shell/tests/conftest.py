@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable
 
 import pytest
+from hypothesis import settings
 
 from dsh_shell import (
     TERMINAL_DEFAULTS,
@@ -25,6 +26,10 @@ from dsh_shell import (
     resolve_request,
 )
 from dsh_shell.testing import ExecutorFixture
+
+# Properties must not fail on a slow or loaded machine: no per-example deadline.
+settings.register_profile("dsh", deadline=None)
+settings.load_profile("dsh")
 
 
 class _Collect(asyncio.SubprocessProtocol):

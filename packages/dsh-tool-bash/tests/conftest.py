@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from dsh_shell import (
     CollectedOutput,
@@ -24,6 +25,10 @@ from dsh_shell import (
 )
 from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tools import ToolCall, ToolCaller, ToolExecution, ToolRegistry, ToolResult
+
+# Properties must not fail on a slow or loaded machine: no per-example deadline.
+settings.register_profile("dsh", deadline=None)
+settings.load_profile("dsh")
 
 EXECUTOR_DEFAULT_WORKDIR = "/executor/default"
 
