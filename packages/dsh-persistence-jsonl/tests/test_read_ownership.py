@@ -5,6 +5,7 @@ decodes any event asked for again from its stored row (``_rows.StoredRows``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,24 @@ async def test_a_read_handle_rereads_the_originals_and_new_events(
             await writer.append(more)
             await writer.flush()
             await check_rereads(reader, log + more)
+    await store.aclose()
+
+
+async def test_concurrent_reads_of_a_read_handle_apply_new_bytes_once(
+    make_store: Factory, mk: Any
+) -> None:
+    # both reads found the same new bytes; each used to append them (events served twice)
+    log = the_log(mk)
+    store = make_store()
+    async with await store.create(mk.header()) as writer:
+        await writer.append(log[:6])
+        await writer.flush()
+        async with await make_store().open("s-1", "read") as reader:
+            await writer.append(log[6:])
+            await writer.flush()
+            first, second = await asyncio.gather(reader.read(), reader.read())
+            assert wire(first) == wire(second) == wire(log)
+            assert wire(await reader.read()) == wire(log)
     await store.aclose()
 
 

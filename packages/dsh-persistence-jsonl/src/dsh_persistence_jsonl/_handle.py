@@ -167,7 +167,8 @@ class JsonlSessionHandle:
         self._check_open("read")
         check_read_range(offset, length)
         if self._access == "read":
-            await self._refresh()
+            async with self._mutex:  # one refresh at a time: each applies the suffix it read
+                await self._refresh()
         cache, gone = self._events, self._gone
         stop = len(cache) if length is None else min(offset + length, len(cache))
         if offset >= stop:
