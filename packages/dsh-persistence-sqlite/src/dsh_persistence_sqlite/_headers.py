@@ -17,6 +17,11 @@ from dsh_session import SessionHeader
 
 _MAX_SAFE_INTEGER = 2**53 - 1
 _TEMPLATE = SessionHeader(id="template", created_at=0)
+_UPDATED = ("id", "created_at", "cwd", "parent_session", "origin", "delegation_depth",
+            "agent_preset", "is_seeded")  # fmt: skip
+_FIELDS_SET = frozenset(_TEMPLATE.model_fields_set | set(_UPDATED))
+_new_header = SessionHeader.__new__
+_set = object.__setattr__
 
 
 def header_columns(header: SessionHeader) -> tuple[Any, ...]:
@@ -68,27 +73,105 @@ def header_problem(row: tuple[Any, ...]) -> str | None:
     return None
 
 
+def _copied(values: dict[str, Any]) -> SessionHeader:
+    """``_TEMPLATE.model_copy(update=values)``, the reference ``_constructed`` must equal."""
+    return _TEMPLATE.model_copy(update=values)
+
+
+def _constructed(values: dict[str, Any]) -> SessionHeader:
+    """What ``_copied(values)`` builds (``values`` holding every ``_UPDATED`` field), without
+    pydantic's generic copy: a new instance given its ``__dict__`` and bookkeeping directly.
+    Used only when ``_construction_agrees()`` (``list()`` builds one header per session)."""
+    header = _new_header(SessionHeader)
+    _set(header, "__dict__", {"version": 0, **values})
+    _set(header, "__pydantic_extra__", None)
+    _set(header, "__pydantic_fields_set__", set(_FIELDS_SET))
+    _set(header, "__pydantic_private__", None)
+    return header
+
+
+def _construction_agrees() -> bool:
+    """Whether ``_constructed`` builds exactly what ``_copied`` builds with the installed
+    pydantic (same fields in the same order, fields set, extra, private, equality, repr)."""
+    for values in (
+        dict(zip(_UPDATED, ("a", 1, None, None, None, None, None, False), strict=True)),
+        dict(zip(_UPDATED, ("b", 2, "/w", "p", "subagent", 1, "x", True), strict=True)),
+    ):
+        try:
+            fast, full = _constructed(values), _copied(values)
+        except Exception:
+            return False
+        if (
+            fast != full
+            or list(fast.__dict__.items()) != list(full.__dict__.items())
+            or fast.model_fields_set != full.model_fields_set
+            or fast.__pydantic_extra__ != full.__pydantic_extra__
+            or fast.__pydantic_private__ != full.__pydantic_private__
+            or repr(fast) != repr(full)
+        ):
+            return False
+    return True
+
+
+_build = _constructed if _construction_agrees() else _copied
+
+
+def _plain(value: object) -> bool:
+    """Whether ``from_column`` returns ``value`` as it is (the common case: ASCII or NULL)."""
+    return value is None or (type(value) is str and value.isascii())
+
+
 def header_from_columns(row: tuple[Any, ...]) -> SessionHeader:
     """The header stored in columns (see ``header_problem``), text columns in their stored form
     (``_text.to_column``); raises ``ValueError``."""
     session_id, version, created_at, cwd, parent, origin, depth, preset, seeded = row
-    row = (
-        from_column(session_id),
-        version,
-        created_at,
-        from_column(cwd),
-        from_column(parent),
-        from_column(origin),
-        depth,
-        from_column(preset),
-        seeded,
-    )
+    if (  # the common header (a top-level session, ASCII id and POSIX cwd): what the general
+        # path below accepts and builds for it, without its calls
+        parent is None
+        and origin is None
+        and depth is None
+        and preset is None
+        and type(seeded) is int
+        and seeded == 0
+        and type(session_id) is str
+        and session_id
+        and session_id.isascii()
+        and type(created_at) is int
+        and 0 <= created_at <= _MAX_SAFE_INTEGER
+        and (cwd is None or (type(cwd) is str and cwd[:1] == "/" and cwd.isascii()))
+    ):
+        return _build(
+            {
+                "id": session_id,
+                "created_at": created_at,
+                "cwd": cwd,
+                "parent_session": None,
+                "origin": None,
+                "delegation_depth": None,
+                "agent_preset": None,
+                "is_seeded": False,
+            }
+        )
+    if not (
+        _plain(session_id) and _plain(cwd) and _plain(parent) and _plain(origin) and _plain(preset)
+    ):
+        row = (
+            from_column(session_id),
+            version,
+            created_at,
+            from_column(cwd),
+            from_column(parent),
+            from_column(origin),
+            depth,
+            from_column(preset),
+            seeded,
+        )
     problem = header_problem(row)
     if problem is not None:
         raise ValueError(problem)
     session_id, _version, created_at, cwd, parent, origin, depth, preset, seeded = row
-    return _TEMPLATE.model_copy(
-        update={
+    return _build(
+        {
             "id": session_id,
             "created_at": created_at,
             "cwd": cwd,

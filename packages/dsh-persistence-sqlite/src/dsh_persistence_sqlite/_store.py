@@ -153,26 +153,36 @@ class Store:
             session_id, reason, artifact=self.artifact, row=seq
         )
 
-    def _stored(self, row: Sequence[Any]) -> StoredSession:
+    def _header(self, row: Sequence[Any]) -> SessionHeader:
+        """The header of a ``SELECT_SESSION`` row: the id column decodes, the format version is
+        checked before anything else of the row, then the header columns (a header built for
+        the same columns before is reused: headers are immutable)."""
         key = row[0]
-        try:
-            session_id = from_column(key)
-        except ValueError as error:
-            raise self.corruption(str(key), f"bad id column: {error}") from error
-        assert isinstance(session_id, str)
-        assert_format_version(session_id, row[1], artifact=self.artifact)
         columns = tuple(row[:9])
         cached = self._headers.get(key)
         if cached is not None and cached[0] == columns:
-            header = cached[1]  # headers are immutable: reuse the one built for these columns
-        else:
-            try:
-                header = header_from_columns(columns)
+            return cached[1]  # built from these very columns: id and version passed then
+        version = row[1]
+        if not (type(key) is str and key.isascii() and type(version) is int and version == 0):
+            try:  # (an ASCII id column is the id itself, and version 0 is the current format)
+                session_id = from_column(key)
             except ValueError as error:
-                raise self.corruption(session_id, f"bad header columns: {error}") from error
-            if len(self._headers) >= _HEADER_CACHE_SIZE:
-                self._headers.clear()
-            self._headers[key] = (columns, header)
+                raise self.corruption(str(key), f"bad id column: {error}") from error
+            assert isinstance(session_id, str)
+            assert_format_version(session_id, version, artifact=self.artifact)
+        else:
+            session_id = key
+        try:
+            header = header_from_columns(columns)
+        except ValueError as error:
+            raise self.corruption(session_id, f"bad header columns: {error}") from error
+        if len(self._headers) >= _HEADER_CACHE_SIZE:
+            self._headers.clear()
+        self._headers[key] = (columns, header)
+        return header
+
+    def _stored(self, row: Sequence[Any]) -> StoredSession:
+        header = self._header(row)
         last_seq, written_at = row[13], row[14]
         return StoredSession(
             header=header,
@@ -217,12 +227,28 @@ class Store:
         ``stat``/``open`` of it name the problem.
         """
         out: list[SessionSnapshot] = []
-        rows = self.connection().execute(sql.SELECT_SESSIONS).fetchall()
-        for row in rows:
-            try:
-                out.append(self.to_snapshot(self._stored(row)))
-            except (SessionPersistenceError, SessionFormatError, ValueError):
-                continue
+        append = out.append
+        header_of = self._header
+        prefix = f"sqlite:{self._store_id}:"
+        with gc_paused():  # a bulk build: no cyclic GC passes over the new objects
+            rows = self.connection().execute(sql.SELECT_SESSIONS).fetchall()
+            for row in rows:  # _stored + to_snapshot, inline: one pass per session
+                try:
+                    header = header_of(row)
+                except (SessionPersistenceError, SessionFormatError, ValueError):
+                    continue
+                last_seq, written_at, updated_at = row[13], row[14], row[12]
+                append(
+                    SessionSnapshot(  # positional (header, revision, event_count, size_bytes,
+                        # updated_at, plain_path): measurably cheaper than keywords per session
+                        header,
+                        f"{prefix}{row[10]}:{row[11]}:{'-' if last_seq is None else last_seq}",
+                        0 if last_seq is None else last_seq + 1,
+                        None,
+                        updated_at if written_at is None else max(written_at, updated_at),
+                        None,
+                    )
+                )
         return out
 
     # -- writing ---------------------------------------------------------------------------
