@@ -102,18 +102,22 @@ class ToolSource(_Source):
 
 
 def _kind_of(value: Any) -> Any:
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         return value.get("kind")
     return getattr(value, "kind", None)
 
 
 def _user_source_tag(value: Any) -> str | None:
     """``user`` and ``plugin`` are their own classes; any other string kind is an other source."""
-    if isinstance(value, OtherSource):
-        return "other"
-    kind = _kind_of(value)
+    kind = value.get("kind") if type(value) is dict else None  # the wire case, first
     if kind == "user" or kind == "plugin":
         return kind  # type: ignore[no-any-return]
+    if isinstance(value, OtherSource):
+        return "other"
+    if kind is None:
+        kind = _kind_of(value)
+        if kind == "user" or kind == "plugin":
+            return kind  # type: ignore[no-any-return]
     return "other" if isinstance(kind, str) else None
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from dsh_session._codec import wrap_wire
 from dsh_session._errors import EventDecodeError, SessionValidationError
-from dsh_session._events import SessionEvent
+from dsh_session._events import OpaqueEvent, SessionEvent, TurnEndEvent, TurnStartEvent
 from dsh_session._json import MAX_SAFE_INTEGER, JsonObject
 from dsh_session._vocabulary import LEGACY_EVENT_TYPES
 
@@ -43,6 +43,30 @@ _FAILURE_OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "providerRetryAfterMs": (int, float),
     "requestId": str,
 }
+
+
+_PLAIN_ENDS = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
+
+
+def may_need_projection(event: object) -> bool:
+    """A cheap test a restore runs on every event: ``False`` means :func:`project_stored_event`
+    would return the event itself (a current ``turn/start``, a plain current ``turn/end``, any
+    other type); ``True`` means it must be asked."""
+    kind = type(event)
+    if kind is TurnStartEvent:
+        return "trigger" in event.to_wire()["data"]  # type: ignore[attr-defined]
+    if kind is TurnEndEvent:
+        data = event.to_wire()["data"]  # type: ignore[attr-defined]
+        reason = data.get("reason")
+        return not (
+            len(data) == 2
+            and type(reason) is dict
+            and len(reason) == 1
+            and reason.get("kind") in _PLAIN_ENDS
+        )
+    if kind is OpaqueEvent:
+        return event.type in LEGACY_EVENT_TYPES  # type: ignore[attr-defined]
+    return False
 
 
 def legacy_message_id(session_id: str, seq: int) -> str:
@@ -216,8 +240,7 @@ def _wrap(event: SessionEvent, wire: JsonObject) -> SessionEvent:
 
 def project_stored_events(events: Iterable[SessionEvent], session_id: str) -> list[SessionEvent]:
     """:func:`project_stored_event` over a stored log, in order (a new list)."""
-    projected = PROJECTED_EVENT_TYPES
     return [
-        project_stored_event(event, session_id) if event.type in projected else event
+        project_stored_event(event, session_id) if may_need_projection(event) else event
         for event in events
     ]

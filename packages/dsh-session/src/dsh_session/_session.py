@@ -12,8 +12,11 @@ from dsh_session._codec import make_event
 from dsh_session._derive import project_message
 from dsh_session._errors import EventDecodeError, LosslessJsonError, SessionValidationError
 from dsh_session._events import (
+    OpaqueEvent,
     SessionEvent,
     SurfaceReplace,
+    TurnEndEvent,
+    TurnStartEvent,
     _Event,
 )
 from dsh_session._fork import fork_seed
@@ -23,7 +26,7 @@ from dsh_session._json import (
     JsonValue,
     _check,
 )
-from dsh_session._legacy import PROJECTED_EVENT_TYPES, project_stored_event
+from dsh_session._legacy import may_need_projection, project_stored_event
 from dsh_session._request_header import EpochHeader, header_of_event
 from dsh_session._surface import SurfacePlan, SurfaceState, plan_surface
 from dsh_session._vocabulary import (
@@ -133,9 +136,11 @@ class Session:
         self._derived: list[Message] = []
         self._derived_nodes = 0
         self._derived_generation = 0
-        projected = PROJECTED_EVENT_TYPES
         for event in events:
-            if isinstance(event, _Event) and event.type in projected:
+            kind = type(event)
+            if (
+                kind is TurnStartEvent or kind is TurnEndEvent or kind is OpaqueEvent
+            ) and may_need_projection(event):
                 event = project_stored_event(event, header.id)
             self._commit(event, self._plan(event, checked=False))
         if inherited_event_count > len(self._events):
@@ -298,6 +303,13 @@ class Session:
             )
 
     def _append(self, event: SessionEvent, *, checked: bool) -> SessionEvent:
+        if isinstance(event, _Event) and event.type in LEGACY_EVENT_TYPES:
+            raise SessionValidationError(
+                f"event type {event.type!r} is only read from pre-react-loop logs (a restore "
+                "projects it); append its current form instead",
+                code="LEGACY",
+                seq=event.seq,
+            )
         self._commit(event, self._plan(event, checked=checked))
         self._notifying = True
         try:
@@ -324,13 +336,6 @@ class Session:
         if event.type in RETIRED_EVENT_TYPES:
             raise SessionValidationError(
                 f"event type {event.type!r} is retired", code="DATA", seq=seq
-            )
-        if event.type in LEGACY_EVENT_TYPES:
-            raise SessionValidationError(
-                f"event type {event.type!r} is only read from pre-react-loop logs (a restore "
-                "projects it); append its current form instead",
-                code="LEGACY",
-                seq=seq,
             )
         if not checked:
             try:
