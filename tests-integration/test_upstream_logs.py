@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from dsh_agent_loop import AgentLoop
+from dsh_llm import TextBlock, UserMessage
+from dsh_llm.testing import ScriptedModel, text_response
 from dsh_persistence import SessionPersistence
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
@@ -29,6 +32,7 @@ from dsh_session import (
     encode_event,
     interrupted_turn_closers,
 )
+from dsh_tools import ToolRegistry
 
 FIXTURES = Path(__file__).parents[1] / "packages" / "dsh-session" / "tests" / "fixtures"
 LOGS = sorted((FIXTURES / "upstream-v0").glob("*.jsonl")) + sorted(
@@ -148,3 +152,47 @@ async def test_a_harness_log_opens_for_write_and_takes_a_resume_append(
     if name == "jsonl-plain":
         assert isinstance(persistence, JsonlPersistence)
         assert _starts_with(persistence.log_path(header), path)
+
+
+LEGACY = [p for p in LOGS if p.parent.name == "upstream-real" and "--de9a8692df" in p.name] + [
+    p for p in LOGS if p.name.startswith("steering--session--8345bb04a0")
+]
+
+
+@pytest.mark.parametrize("path", LEGACY, ids=[p.stem for p in LEGACY])
+async def test_an_agent_loop_resumes_a_pre_react_loop_log_and_runs_a_turn(
+    tmp_path: Path, path: Path
+) -> None:
+    """The pre-react-loop logs resume through the real loop: the old records are projected (the
+    steer reaches the model as the identified user message), a new turn runs with the request
+    invariant on, and the stored lines stay the first lines of the file."""
+    header, _, original = _read_log(path)
+    store = JsonlPersistence(tmp_path)
+    _copy(path, store.log_path(header))
+    model = ScriptedModel([text_response("Resumed.")])
+    loop = AgentLoop(model, ToolRegistry(), persistence=store, check_requests=True)
+    try:
+        agent = await loop.resume(header.id, system="You are resumed.")
+        agent.followup("continue")
+        await agent.wait_idle()
+        await agent.aclose()
+        assert loop.invariant_failures == []
+    finally:
+        await loop.aclose()
+        await store.aclose()
+    (request,) = model.requests
+    sent = [m for m in request.messages if isinstance(m, UserMessage)]
+    assert sent[-1].content == [TextBlock(text="continue")]
+    flat_steers = [
+        e.seq for e in original if e.type == "steering/message" and "content" in e.to_wire()["data"]
+    ]
+    ids = {m.id for m in sent}
+    assert {f"legacy-message:{header.id}:{seq}" for seq in flat_steers} <= ids
+    assert _starts_with(store.log_path(header), path)
+    async with await JsonlPersistence(tmp_path).open(header.id, "read") as reader:
+        events = list(await reader.read(0))
+    assert _bytes(events[: len(original)]) == _bytes(original)
+    new = events[len(original) :]
+    assert [e.type for e in new][-1] == "turn/end"
+    assert all(e.type != "steering/message" for e in new)
+    assert all("trigger" not in e.to_wire()["data"] for e in new if e.type == "turn/start")
