@@ -183,3 +183,19 @@ def test_text_blocks_are_unaffected() -> None:
     assert CONTENT_BLOCK_ADAPTER.validate_python({"type": "text", "text": "x"}) == TextBlock(
         text="x"
     )
+
+
+def test_message_source_tells_every_kind_apart() -> None:
+    from pydantic import TypeAdapter
+
+    from dsh_llm import MessageSource, ModelSource, ToolSource
+
+    adapter: TypeAdapter[Any] = TypeAdapter(MessageSource)
+    assert isinstance(adapter.validate_python({"kind": "user"}), UserSource)
+    assert isinstance(adapter.validate_python({"kind": "plugin", "plugin": "p"}), PluginSource)
+    model = adapter.validate_python({"kind": "model", "provider": "p", "model": "m"})
+    assert isinstance(model, ModelSource)
+    assert isinstance(adapter.validate_python({"kind": "tool", "callId": "c"}), ToolSource)
+    assert isinstance(adapter.validate_python({"kind": "goal", "round": 1}), OtherSource)
+    with pytest.raises(ValidationError, match=r"tool\.callId"):
+        adapter.validate_python({"kind": "tool"})  # a reserved kind never falls back
