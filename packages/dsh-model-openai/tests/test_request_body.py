@@ -8,6 +8,7 @@ import pytest
 
 from dsh_llm import (
     AssistantMessage,
+    ImageAttachment,
     ImageBlock,
     ModelRequest,
     ModelSource,
@@ -228,6 +229,27 @@ async def test_images_go_as_image_url_parts_for_users_and_are_named_in_tool_resu
         ],
     }
     assert body["messages"][2]["content"] == "Took it: [image omitted: image/png]"
+
+
+async def test_an_image_stored_as_an_attachment_is_named_not_sent_as_broken_data(
+    provider: Any, wire: Any
+) -> None:
+    stored = ImageBlock(
+        attachment=ImageAttachment(
+            attachment_id="sha256:ab12", media_type="image/jpeg", bytes=9, width=4, height=3
+        )
+    )
+    messages = [
+        UserMessage(content=[TextBlock(text="Look:"), stored], source=UserSource()),
+        assistant(ToolCallBlock(id="c1", name="screenshot", arguments="{}")),
+        tool_result("c1", stored),
+    ]
+    body, _ = await send(provider, wire, ModelRequest(provider="p", model="m", messages=messages))
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "Look:"},
+        {"type": "text", "text": "[image attachment not available: sha256:ab12 (image/jpeg, 4x3)]"},
+    ]
+    assert body["messages"][2]["content"] == "[image omitted: image/jpeg]"
 
 
 async def test_extra_body_fields_are_sent_and_the_request_overrides_them(

@@ -45,16 +45,27 @@ def _user_content(blocks: Sequence[TextBlock | ImageBlock]) -> str | list[dict[s
     for block in blocks:
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})
-        else:
+        elif block.is_inline:
             url = f"data:{block.mime_type};base64,{block.data}"
             parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:  # a stored attachment: its bytes live in an attachment store this model lacks
+            parts.append({"type": "text", "text": _attachment_placeholder(block)})
     return parts
+
+
+def _attachment_placeholder(block: ImageBlock) -> str:
+    """What the model reads in place of an image stored as an attachment."""
+    attachment = block.attachment
+    assert attachment is not None
+    name = attachment.name or attachment.attachment_id
+    size = f"{attachment.width}x{attachment.height}"
+    return f"[image attachment not available: {name} ({attachment.media_type}, {size})]"
 
 
 def _tool_content(message: ToolResultMessage) -> str:
     """A tool message's text; Chat Completions takes no images there, so each is named instead."""
     pieces = [
-        block.text if isinstance(block, TextBlock) else f"[image omitted: {block.mime_type}]"
+        block.text if isinstance(block, TextBlock) else f"[image omitted: {block.media_type}]"
         for block in message.result.content
     ]
     return "".join(pieces) or _EMPTY_TOOL_OUTPUT
