@@ -89,7 +89,7 @@ async def test_a_pre_hook_returning_something_else_fails_closed(registry: ToolRe
     registry.add_pre_execute_hook(lambda execution: "yes")  # type: ignore[arg-type,return-value]
     result = await registry.execute(ECHO)
     assert result.error == ToolErrorInfo(name="ToolHookError", code="HOOK_ERROR")
-    assert "returned str, not Allow, Deny or None" in result.text
+    assert "returned str, not Allow, Deny, Ask or None" in result.text
 
 
 async def test_a_disposed_pre_hook_no_longer_runs(registry: ToolRegistry) -> None:

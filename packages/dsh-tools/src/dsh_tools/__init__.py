@@ -20,13 +20,24 @@ from dsh_tools._errors import (
     UnknownToolError,
 )
 from dsh_tools._execution import ToolCall, ToolCaller, ToolExecution, freeze_json
-from dsh_tools._hooks import ALLOW, Allow, Deny, PolicyDecision, PostExecuteHook, PreExecuteHook
+from dsh_tools._hooks import (
+    ALLOW,
+    Allow,
+    Approver,
+    Ask,
+    Deny,
+    PolicyDecision,
+    PostExecuteHook,
+    PreExecuteHook,
+)
 from dsh_tools._registry import ToolRegistry
 from dsh_tools._result import ToolContent, ToolErrorInfo, ToolResult
 
 __all__ = [
     "ALLOW",
     "Allow",
+    "Approver",
+    "Ask",
     "Deny",
     "Disposer",
     "DuplicateToolError",

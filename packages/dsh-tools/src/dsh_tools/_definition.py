@@ -75,6 +75,11 @@ class ToolDefinition(ABC, Generic[ArgsT]):
             "nor text nor a sequence of text/image blocks"
         )
 
+    def approval_reason(self, args: ArgsT) -> str | None:
+        """Why this call must be approved before it runs, or ``None`` (the default) when it
+        need not be. A reason makes the registry ask its approver, as a hook's ``Ask`` does."""
+        return None
+
     def is_concurrency_safe(self, args: ArgsT) -> bool:
         """Whether this call may run alongside others. Default: no (the call runs alone)."""
         return False

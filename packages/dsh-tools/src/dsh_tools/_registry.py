@@ -22,7 +22,7 @@ from dsh_tools._errors import (
     UnknownToolError,
 )
 from dsh_tools._execution import ToolCall, ToolCaller, ToolExecution, freeze_json
-from dsh_tools._hooks import Allow, Deny, PostExecuteHook, PreExecuteHook
+from dsh_tools._hooks import Allow, Approver, Ask, Deny, PostExecuteHook, PreExecuteHook
 from dsh_tools._result import ToolResult
 
 __all__ = ["ToolRegistry"]
@@ -129,7 +129,11 @@ class ToolRegistry:
             return False
 
     async def execute(
-        self, call: ToolCall | ToolCallBlock, caller: ToolCaller | None = None
+        self,
+        call: ToolCall | ToolCallBlock,
+        caller: ToolCaller | None = None,
+        *,
+        approver: Approver | None = None,
     ) -> ToolResult:
         """Run one call and return its result; a failure is an error result, never an exception.
 
@@ -143,10 +147,16 @@ class ToolRegistry:
         4. Pre-execute hooks in order; the first ``Deny(reason)`` → ``DENIED`` with
            ``Error: <reason>``; a raising hook → ``HOOK_ERROR`` (fail closed). Cancelled here →
            ``ABORTED_BEFORE_DISPATCH``.
-        5. The body. It raising a ``ToolError`` → that error's code; any other exception →
+        5. Approval, when a hook answered ``Ask`` or the tool's ``approval_reason(args)`` gives
+           a reason (the tool's reason first, then the hook's, joined by ``"; "``):
+           ``approver(execution, reason)`` decides; its ``Deny(reason)`` → ``DENIED`` with that
+           reason; no approver → ``DENIED`` (``requires approval, but no approval channel is
+           available``); a raising approver or ``approval_reason`` → ``HOOK_ERROR``; cancelled
+           while asking → ``ABORTED_BEFORE_DISPATCH``. Nothing runs unless it is granted.
+        6. The body. It raising a ``ToolError`` → that error's code; any other exception →
            ``TOOL_ERROR`` named after its class. Cancelled in the body → ``ABORTED``; a body
            that swallows the cancellation and succeeds is still ``ABORTED``.
-        6. Post-execute hooks in order, each seeing the latest result and able to replace it;
+        7. Post-execute hooks in order, each seeing the latest result and able to replace it;
            a raising hook → ``HOOK_ERROR``. Cancellation here turns a success into ``ABORTED``.
 
         Cancellation: ``execute`` catches the ``CancelledError`` to return a result (the loop
@@ -174,7 +184,10 @@ class ToolRegistry:
         )
 
         try:
-            denied = await self._decide(execution)
+            decision = await self._decide(execution)
+            if isinstance(decision, Deny):
+                return ToolResult.from_exception(ToolDeniedError(call.name, decision.reason))
+            denied = await self._approve(definition, args, execution, decision, approver)
         except asyncio.CancelledError:
             return _aborted(before_dispatch=True)
         except ToolHookError as error:
@@ -203,7 +216,9 @@ class ToolRegistry:
         except ToolHookError as error:
             return ToolResult.from_exception(error)
 
-    async def _decide(self, execution: ToolExecution) -> Deny | None:
+    async def _decide(self, execution: ToolExecution) -> Deny | Ask | None:
+        """The first ``Deny``, else the first ``Ask``, else ``None`` (every hook allowed)."""
+        ask: Ask | None = None
         for hook in list(self._pre_hooks):
             try:
                 decision: object = hook(execution)
@@ -213,9 +228,46 @@ class ToolRegistry:
                 raise ToolHookError("pre-execute", error) from error
             if isinstance(decision, Deny):
                 return decision
-            if decision is not None and not isinstance(decision, Allow):
-                problem = TypeError(f"returned {type(decision).__name__}, not Allow, Deny or None")
+            if isinstance(decision, Ask):
+                ask = ask or decision
+            elif decision is not None and not isinstance(decision, Allow):
+                problem = TypeError(
+                    f"returned {type(decision).__name__}, not Allow, Deny, Ask or None"
+                )
                 raise ToolHookError("pre-execute", problem)
+        return ask
+
+    @staticmethod
+    async def _approve(
+        definition: ToolDefinition[Any],
+        args: BaseModel,
+        execution: ToolExecution,
+        ask: Ask | None,
+        approver: Approver | None,
+    ) -> Deny | None:
+        """Ask the approver when the call needs approval; ``None`` means it may run."""
+        try:
+            own = definition.approval_reason(args)
+        except Exception as error:
+            raise ToolHookError("approval", error) from error
+        if own is None and ask is None:
+            return None
+        reasons = [r for r in (own, ask.reason if ask else None) if r]
+        reason = "; ".join(reasons) if reasons else None
+        if approver is None:
+            return Deny(
+                f'tool "{execution.tool_name}" requires approval, but no approval channel '
+                "is available"
+            )
+        try:
+            verdict: object = await approver(execution, reason)
+        except Exception as error:
+            raise ToolHookError("approval", error) from error
+        if isinstance(verdict, Deny):
+            return verdict
+        if not isinstance(verdict, Allow):
+            problem = TypeError(f"returned {type(verdict).__name__}, not Allow or Deny")
+            raise ToolHookError("approval", problem)
         return None
 
     async def _observe(self, execution: ToolExecution, result: ToolResult) -> ToolResult:
