@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import typing
 
 import pytest
 from pydantic import ValidationError
@@ -123,11 +124,27 @@ def test_every_extension_point_is_its_own_list() -> None:
         "turn_stopping",
         "request",
         "request_error",
+        "approval",
     ]
     lists = [getattr(extensions, name) for name in names]
     assert [points.name for points in lists] == names
     assert len({id(points) for points in lists}) == len(names)
     assert Extensions().pre_step is not extensions.pre_step
+
+
+def test_the_approval_vocabularies_are_the_v0_ones() -> None:
+    """The outcome and policy tuples list exactly their Literal's values, in the v0 spelling."""
+    assert dsh_agent.APPROVAL_OUTCOMES == typing.get_args(dsh_agent.ApprovalOutcome)
+    assert dsh_agent.APPROVAL_OUTCOMES == ("allowed-once", "rejected", "cancelled", "unavailable")
+    assert dsh_agent.APPROVAL_POLICIES == typing.get_args(dsh_agent.ApprovalPolicy)
+    assert dsh_agent.APPROVAL_POLICIES == ("ask", "never")
+
+
+def test_an_approval_request_names_the_call_and_leaves_the_rest_absent() -> None:
+    request = dsh_agent.ApprovalRequest(agent=object(), tool_name="bash")  # type: ignore[arg-type]
+    assert (request.call_id, request.reason, request.arguments) == (None, None, None)
+    with pytest.raises(AttributeError):
+        request.reason = "changed"  # type: ignore[misc]
 
 
 def test_decisions_are_plain_values() -> None:

@@ -8,11 +8,22 @@
   ``session_prefix``, ``pre_step``, ``turn_stopping``, ``request``, ``request_error``) with their
   contexts and decisions.
 - ``CheckpointPolicy``: when the log must be durable.
+- The approval seam: ``ApprovalRequest``, ``ApprovalOutcome`` (``allowed-once | rejected |
+  cancelled | unavailable``), ``ApprovalPolicy`` (``ask | never``) and ``ApprovalAnswerer``
+  (registered on ``Extensions.approval``).
 
 Contracts only: the loop itself is ``dsh-agent-loop``.
 """
 
 from dsh_agent._agent import Agent, AgentStatus, CancelCause, CancelKind, Incoming, SendTarget
+from dsh_agent._approval import (
+    APPROVAL_OUTCOMES,
+    APPROVAL_POLICIES,
+    ApprovalAnswerer,
+    ApprovalOutcome,
+    ApprovalPolicy,
+    ApprovalRequest,
+)
 from dsh_agent._checkpoint import CheckpointPoint, CheckpointPolicy, Flush
 from dsh_agent._extensions import (
     Enter,
@@ -38,9 +49,15 @@ from dsh_agent._extensions import (
 from dsh_agent._options import AgentOptions, RequestConfig
 
 __all__ = [
+    "APPROVAL_OUTCOMES",
+    "APPROVAL_POLICIES",
     "Agent",
     "AgentOptions",
     "AgentStatus",
+    "ApprovalAnswerer",
+    "ApprovalOutcome",
+    "ApprovalPolicy",
+    "ApprovalRequest",
     "CancelCause",
     "CancelKind",
     "CheckpointPoint",

@@ -20,6 +20,8 @@ Each point is a :class:`Listeners` list; ``add(listener)`` returns a ``dsh_tools
 - ``request_error(error, decision)``: in order until one returns :class:`Retry` or
   :class:`Fail`; ``None`` passes to the next; without a decision the step fails. A listener
   that raises fails the step (no retry).
+- ``approval(request)``: answerers, in order until one returns an outcome; ``None`` passes to
+  the next; no answer is ``unavailable`` (see ``dsh_agent.ApprovalRequest``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from dsh_agent._approval import ApprovalAnswerer
 from dsh_agent._options import RequestConfig
 from dsh_llm import LlmFailure, Message, UserMessage
 from dsh_tools import Disposer
@@ -218,3 +221,4 @@ class Extensions:
     request_error: Listeners[RequestErrorListener] = field(
         default_factory=lambda: Listeners("request_error")
     )
+    approval: Listeners[ApprovalAnswerer] = field(default_factory=lambda: Listeners("approval"))
