@@ -134,9 +134,9 @@ def test_every_extension_point_is_its_own_list() -> None:
 
 def test_the_approval_vocabularies_are_the_v0_ones() -> None:
     """The outcome and policy tuples list exactly their Literal's values, in the v0 spelling."""
-    assert dsh_agent.APPROVAL_OUTCOMES == typing.get_args(dsh_agent.ApprovalOutcome)
+    assert typing.get_args(dsh_agent.ApprovalOutcome) == dsh_agent.APPROVAL_OUTCOMES
     assert dsh_agent.APPROVAL_OUTCOMES == ("allowed-once", "rejected", "cancelled", "unavailable")
-    assert dsh_agent.APPROVAL_POLICIES == typing.get_args(dsh_agent.ApprovalPolicy)
+    assert typing.get_args(dsh_agent.ApprovalPolicy) == dsh_agent.APPROVAL_POLICIES
     assert dsh_agent.APPROVAL_POLICIES == ("ask", "never")
 
 
