@@ -6,13 +6,18 @@
   ``cancel``, ``wait_idle``, ``aclose``.
 - ``FlushPolicy`` (the default checkpoints) and ``RetryPolicy`` (the default retries).
 - ``request_from_log`` and ``check_request``: every request rebuilt from the log alone.
+- Approvals: a call that needs one (a hook's ``Ask``, a tool's ``approval_reason``) is asked
+  through ``LoopAgent.request_approval``, audited as ``approval/asked`` → ``approval/decided``
+  inside the turn; ``effective_approval_policy`` reads a session's policy.
 """
 
 from dsh_agent_loop._agent import LoopAgent
+from dsh_agent_loop._approval import effective_approval_policy
 from dsh_agent_loop._checkpoints import ALL_CHECKPOINTS, FlushPolicy
 from dsh_agent_loop._errors import (
     AgentLoopError,
     AgentNotFoundError,
+    ApprovalOutsideTurnError,
     CheckpointError,
     DuplicateAgentError,
     LoggedConfigError,
@@ -33,6 +38,7 @@ __all__ = [
     "AgentLoop",
     "AgentLoopError",
     "AgentNotFoundError",
+    "ApprovalOutsideTurnError",
     "CheckpointError",
     "DuplicateAgentError",
     "FlushPolicy",
@@ -46,5 +52,6 @@ __all__ = [
     "ResumeOptionsError",
     "RetryPolicy",
     "check_request",
+    "effective_approval_policy",
     "request_from_log",
 ]

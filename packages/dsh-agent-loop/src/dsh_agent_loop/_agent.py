@@ -9,10 +9,18 @@ from typing import TYPE_CHECKING, Any
 from dsh_agent import (
     AgentOptions,
     AgentStatus,
+    ApprovalOutcome,
+    ApprovalRequest,
     CancelCause,
     CheckpointPoint,
     Incoming,
     SendTarget,
+)
+from dsh_agent_loop._approval import (
+    ask_approval,
+    denial_for,
+    effective_approval_policy,
+    execution_request,
 )
 from dsh_agent_loop._errors import LoopClosedError
 from dsh_agent_loop._inbox import Inbox, InboxItem
@@ -23,9 +31,12 @@ from dsh_agent_loop._runtime import Runtime
 from dsh_agent_loop._turn import run_turn
 from dsh_llm import Message, UserMessage
 from dsh_session import Session
+from dsh_tools import Allow, Deny, ToolExecution
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+
+    from dsh_agent import ApprovalPolicy
 
 __all__ = ["LoopAgent"]
 
@@ -183,6 +194,49 @@ class LoopAgent:
     async def wait_idle(self) -> None:
         """Return once no turn runs and none is about to."""
         await self._idle.wait()
+
+    # -- approvals --------------------------------------------------------------------------
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The session's last logged ``approval/policy``, else the loop's default."""
+        return effective_approval_policy(self._session, self.runtime.approval_policy)
+
+    async def request_approval(
+        self,
+        tool_name: str,
+        *,
+        call_id: str | None = None,
+        reason: str | None = None,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> ApprovalOutcome:
+        """Ask whether ``tool_name`` may run, audited in the open turn.
+
+        Logs ``approval/asked {id, toolName, callId?, reason?}`` (a fresh UUID ``id``), decides,
+        then logs ``approval/decided {id, outcome}``. A cancelled turn gives ``cancelled``;
+        policy ``never`` gives ``rejected`` before any answerer runs; otherwise the
+        ``approval`` answerers decide (the first answer wins; none, a raise or a foreign value:
+        ``unavailable``). A cancel while an answerer thinks logs ``cancelled`` and re-raises
+        ``CancelledError``. Raises ``ApprovalOutsideTurnError`` (nothing logged) between turns.
+        """
+        request = ApprovalRequest(
+            agent=self, tool_name=tool_name, call_id=call_id, reason=reason, arguments=arguments
+        )
+        return await self._ask(request)
+
+    async def _ask(self, request: ApprovalRequest) -> ApprovalOutcome:
+        return await ask_approval(
+            self._session,
+            request,
+            answerers=self.runtime.extensions.approval,
+            default_policy=self.runtime.approval_policy,
+            aborting=self.aborting,
+        )
+
+    async def approve(self, execution: ToolExecution, reason: str | None) -> Allow | Deny:
+        """The registry's approver for this agent's calls (``dsh_tools.Approver``)."""
+        outcome = await self._ask(execution_request(self, execution, reason))
+        return denial_for(execution.tool_name, outcome)
 
     # -- what the turn uses ---------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "AgentLoopError",
     "AgentNotFoundError",
+    "ApprovalOutsideTurnError",
     "CheckpointError",
     "DuplicateAgentError",
     "LoggedConfigError",
@@ -25,6 +26,20 @@ class AgentLoopError(Exception):
         super().__init__(f"session {session_id!r}: {message}")
         self.session_id = session_id
         self.message = message
+
+
+class ApprovalOutsideTurnError(AgentLoopError):
+    """An approval was asked while no turn is open: the audit pair must sit inside a turn."""
+
+    code = "APPROVAL_OUTSIDE_TURN"
+
+    def __init__(self, session_id: str, tool_name: str) -> None:
+        super().__init__(
+            session_id,
+            f"approval for tool {tool_name!r} asked outside a turn; approvals are asked only "
+            "while a turn is open (nothing was logged)",
+        )
+        self.tool_name = tool_name
 
 
 class PersistenceNotConfiguredError(AgentLoopError):

@@ -12,7 +12,9 @@ from types import TracebackType
 from typing import Any, Literal
 
 from dsh_agent import (
+    APPROVAL_POLICIES,
     AgentOptions,
+    ApprovalPolicy,
     CheckpointPolicy,
     Extensions,
     RequestErrorListener,
@@ -82,6 +84,8 @@ class AgentLoop:
     (default none) ends a runaway turn with error ``MAX_STEPS``. ``check_requests`` turns on the
     invariant companion: every request is compared with what the log alone rebuilds, and a
     difference ends the turn with ``REQUEST_INVARIANT`` (kept in ``invariant_failures``).
+    ``approval_policy`` (``ask`` or ``never``) applies to a session that logged no
+    ``approval/policy`` of its own; questions are answered by ``extensions.approval``.
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class AgentLoop:
         max_parallel_tools: int = 10,
         max_steps_per_turn: int | None = None,
         check_requests: bool = False,
+        approval_policy: ApprovalPolicy = "ask",
     ) -> None:
         if type(max_parallel_tools) is not int or max_parallel_tools < 1:
             raise ValueError(f"max_parallel_tools must be >= 1, not {max_parallel_tools!r}")
@@ -103,6 +108,8 @@ class AgentLoop:
             type(max_steps_per_turn) is not int or max_steps_per_turn < 1
         ):
             raise ValueError(f"max_steps_per_turn must be >= 1, not {max_steps_per_turn!r}")
+        if approval_policy not in APPROVAL_POLICIES:
+            raise ValueError(f"approval_policy must be 'ask' or 'never', not {approval_policy!r}")
         if isinstance(model, Mapping):
             models: Mapping[str, Model] = dict(model)
             default_model: Model | None = None
@@ -119,6 +126,7 @@ class AgentLoop:
             max_parallel_tools=max_parallel_tools,
             max_steps_per_turn=max_steps_per_turn,
             check_requests=check_requests,
+            approval_policy=approval_policy,
         )
         self._agents: dict[str, LoopAgent] = {}
         self._closed = False

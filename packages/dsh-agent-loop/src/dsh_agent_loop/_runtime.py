@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from dsh_agent import CheckpointPolicy, Extensions, RequestErrorListener
+from dsh_agent import ApprovalPolicy, CheckpointPolicy, Extensions, RequestErrorListener
 from dsh_agent_loop._errors import AgentLoopError
 from dsh_llm import Model
 from dsh_tools import ToolRegistry
@@ -26,4 +26,5 @@ class Runtime:
     max_parallel_tools: int
     max_steps_per_turn: int | None
     check_requests: bool
+    approval_policy: ApprovalPolicy = "ask"
     invariant_failures: list[AgentLoopError] = field(default_factory=list)

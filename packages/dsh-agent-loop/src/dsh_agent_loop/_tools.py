@@ -10,7 +10,7 @@ from typing import Any
 from dsh_agent_loop._errors import CheckpointError
 from dsh_llm import ToolCallBlock
 from dsh_session import Session
-from dsh_tools import ToolAbortedError, ToolCaller, ToolRegistry, ToolResult
+from dsh_tools import Approver, ToolAbortedError, ToolCaller, ToolRegistry, ToolResult
 
 __all__ = ["ToolBatch", "skipped_result"]
 
@@ -48,6 +48,7 @@ class ToolBatch:
         checkpoint: Callable[[], Awaitable[None]],
         aborted: Callable[[], bool],
         max_parallel: int,
+        approver: Approver | None = None,
     ) -> None:
         self._session = session
         self._registry = registry
@@ -58,6 +59,7 @@ class ToolBatch:
         self._checkpoint = checkpoint
         self._aborted = aborted
         self._max_parallel = max_parallel
+        self._approver = approver
         self._results: list[ToolResult | None] = [None] * len(self._calls)
         self._call_seqs: list[int | None] = [None] * len(self._calls)
         self._committed = 0
@@ -118,7 +120,9 @@ class ToolBatch:
         except asyncio.CancelledError:
             self._results[index] = skipped_result("ABORTED_BEFORE_DISPATCH", "")
             return
-        self._results[index] = await self._registry.execute(self._calls[index], self._caller)
+        self._results[index] = await self._registry.execute(
+            self._calls[index], self._caller, approver=self._approver
+        )
 
     def _concurrency_safe(self, index: int) -> bool:
         return self._registry.is_concurrency_safe(self._calls[index])

@@ -36,7 +36,7 @@ from dsh_agent_loop._stream import Attempt, stream_attempt
 from dsh_agent_loop._tools import ToolBatch, skipped_result
 from dsh_llm import LlmFailure, Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
 from dsh_session import Session
-from dsh_tools import ToolCaller
+from dsh_tools import Allow, Deny, ToolCaller, ToolExecution
 
 __all__ = ["ModelFailedError", "TurnAgent", "run_turn"]
 
@@ -69,6 +69,7 @@ class TurnAgent(Agent, ToolCaller, Protocol):
     def abort_cause(self) -> CancelCause: ...
     async def session_prefix(self) -> tuple[Message, ...]: ...
     async def checkpoint(self, point: CheckpointPoint) -> None: ...
+    async def approve(self, execution: ToolExecution, reason: str | None) -> Allow | Deny: ...
 
 
 def _user_message_data(message: UserMessage) -> dict[str, Any]:
@@ -217,6 +218,7 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
             checkpoint=lambda: agent.checkpoint("before-tool"),
             aborted=agent.aborting,
             max_parallel=runtime.max_parallel_tools,
+            approver=agent.approve,
         )
         if truncated:
             batch.skip(
