@@ -12,6 +12,7 @@ from dsh_tools import (
     Allow,
     Ask,
     Deny,
+    InvalidToolArgumentsError,
     ToolCall,
     ToolContent,
     ToolDefinition,
@@ -51,7 +52,7 @@ class RiskyTool(ToolDefinition[RiskyArgs]):
     def __init__(self) -> None:
         self.ran: list[str] = []
 
-    def approval_reason(self, args: RiskyArgs) -> str | None:
+    def approval_reason(self, args: RiskyArgs, execution: ToolExecution) -> str | None:
         return f"escalate: {args.command}" if args.escalate else None
 
     async def execute(self, args: RiskyArgs, execution: ToolExecution) -> ToolContent:
@@ -180,15 +181,18 @@ async def test_cancelled_while_asking_is_aborted_before_dispatch(
     assert echo.seen == []
 
 
-async def test_a_raising_approval_reason_fails_closed() -> None:
+async def test_a_raising_approval_reason_refuses_the_call_with_its_own_error() -> None:
     class Broken(RiskyTool):
-        def approval_reason(self, args: RiskyArgs) -> str | None:
-            raise ValueError("cannot tell")
+        def approval_reason(self, args: RiskyArgs, execution: ToolExecution) -> str | None:
+            raise InvalidToolArgumentsError("risky", ["escalate: not allowed here"])
 
     registry = ToolRegistry()
     tool = Broken()
     registry.register(tool)
-    result = await registry.execute(_risky(False), approver=Recorder(ALLOW))
+    approver = Recorder(ALLOW)
+    result = await registry.execute(_risky(False), approver=approver)
     assert result.error is not None
-    assert result.error.code == "HOOK_ERROR"
+    assert result.error.code == "INVALID_ARGS"
+    assert "escalate: not allowed here" in result.text
     assert tool.ran == []
+    assert approver.asked == []

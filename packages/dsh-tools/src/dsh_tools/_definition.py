@@ -75,9 +75,10 @@ class ToolDefinition(ABC, Generic[ArgsT]):
             "nor text nor a sequence of text/image blocks"
         )
 
-    def approval_reason(self, args: ArgsT) -> str | None:
+    def approval_reason(self, args: ArgsT, execution: ToolExecution) -> str | None:
         """Why this call must be approved before it runs, or ``None`` (the default) when it
-        need not be. A reason makes the registry ask its approver, as a hook's ``Ask`` does."""
+        need not be. A reason makes the registry ask its approver, as a hook's ``Ask`` does.
+        Raising refuses the call as the body's errors do (a ``ToolError`` keeps its code)."""
         return None
 
     def is_concurrency_safe(self, args: ArgsT) -> bool:

@@ -151,8 +151,9 @@ class ToolRegistry:
            a reason (the tool's reason first, then the hook's, joined by ``"; "``):
            ``approver(execution, reason)`` decides; its ``Deny(reason)`` → ``DENIED`` with that
            reason; no approver → ``DENIED`` (``requires approval, but no approval channel is
-           available``); a raising approver or ``approval_reason`` → ``HOOK_ERROR``; cancelled
-           while asking → ``ABORTED_BEFORE_DISPATCH``. Nothing runs unless it is granted.
+           available``); a raising approver → ``HOOK_ERROR``; a raising ``approval_reason``
+           → that error's result, as from the body; cancelled while asking →
+           ``ABORTED_BEFORE_DISPATCH``. Nothing runs unless it is granted.
         6. The body. It raising a ``ToolError`` → that error's code; any other exception →
            ``TOOL_ERROR`` named after its class. Cancelled in the body → ``ABORTED``; a body
            that swallows the cancellation and succeeds is still ``ABORTED``.
@@ -187,7 +188,11 @@ class ToolRegistry:
             decision = await self._decide(execution)
             if isinstance(decision, Deny):
                 return ToolResult.from_exception(ToolDeniedError(call.name, decision.reason))
-            denied = await self._approve(definition, args, execution, decision, approver)
+            try:
+                own_reason = definition.approval_reason(args, execution)
+            except Exception as error:  # the tool's own check refuses, as its body would
+                return ToolResult.from_exception(error)
+            denied = await self._approve(own_reason, execution, decision, approver)
         except asyncio.CancelledError:
             return _aborted(before_dispatch=True)
         except ToolHookError as error:
@@ -239,17 +244,12 @@ class ToolRegistry:
 
     @staticmethod
     async def _approve(
-        definition: ToolDefinition[Any],
-        args: BaseModel,
+        own: str | None,
         execution: ToolExecution,
         ask: Ask | None,
         approver: Approver | None,
     ) -> Deny | None:
         """Ask the approver when the call needs approval; ``None`` means it may run."""
-        try:
-            own = definition.approval_reason(args)
-        except Exception as error:
-            raise ToolHookError("approval", error) from error
         if own is None and ask is None:
             return None
         reasons = [r for r in (own, ask.reason if ask else None) if r]
