@@ -75,9 +75,9 @@ def scan_frames(
     while pos < size:
         start = pos
         if size - pos < 5:
-            if not _MAGIC.startswith(bytes(view[pos : pos + 4])):
-                raise FrameError(base + start, "bad magic number")
-            return FrameScan(frames, base + start)  # a torn frame header (magic alone, or less)
+            # a torn frame header (the magic number alone, or less), or up to four bytes of
+            # garbage: no magic number can follow them, so they are torn like longer garbage
+            return FrameScan(frames, base + start)
         if bytes(view[pos : pos + 4]) != _MAGIC:
             if _MAGIC in bytes(view[pos:]):  # only on damage: a copy of the rest is fine
                 raise FrameError(base + start, "bad magic number, with a frame after it")
