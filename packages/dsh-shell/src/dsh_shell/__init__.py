@@ -14,6 +14,7 @@ from dsh_shell._child_env import (
 from dsh_shell._errors import (
     DshEnvironmentError,
     ReservedEnvKeyError,
+    SandboxUnavailableError,
     ShellCancelledError,
     ShellError,
     ShellNotFoundError,
@@ -57,11 +58,26 @@ from dsh_shell._request import (
     resolve_request,
 )
 from dsh_shell._results import CollectedOutput, ProcessRead, ProcessStatus, ShellRunResult
+from dsh_shell._sandbox import (
+    DEFAULT_DENIED_READ,
+    DEFAULT_PROTECTED_NAMES,
+    SANDBOX_MODES,
+    SandboxAccess,
+    SandboxDecision,
+    SandboxMode,
+    SandboxPolicy,
+    default_denied_paths,
+    sandbox_denied_marker,
+    sandbox_widens,
+)
 
 __all__ = [
+    "DEFAULT_DENIED_READ",
+    "DEFAULT_PROTECTED_NAMES",
     "DSH_ENV_PREFIX",
     "NO_NEW_OUTPUT",
     "NO_OUTPUT",
+    "SANDBOX_MODES",
     "SCRUBBED_STARTUP_NAMES",
     "STDERR_HEADER",
     "TERMINAL_DEFAULTS",
@@ -74,6 +90,11 @@ __all__ = [
     "ProcessRead",
     "ProcessStatus",
     "ReservedEnvKeyError",
+    "SandboxAccess",
+    "SandboxDecision",
+    "SandboxMode",
+    "SandboxPolicy",
+    "SandboxUnavailableError",
     "ShellCancelledError",
     "ShellEnvContributor",
     "ShellError",
@@ -89,6 +110,7 @@ __all__ = [
     "check_byte_count",
     "check_timeout",
     "compose_child_environment",
+    "default_denied_paths",
     "exit_code_marker",
     "is_credential_name",
     "is_dsh_key",
@@ -99,6 +121,8 @@ __all__ = [
     "render_process_read",
     "render_result",
     "resolve_request",
+    "sandbox_denied_marker",
+    "sandbox_widens",
     "scrub_parent_environment",
     "signal_marker",
     "timeout_marker",

@@ -76,3 +76,16 @@ class ShellCancelledError(ShellError):
     def __init__(self, command: str) -> None:
         self.command = command
         super().__init__(f"aborted before spawn: the calling task was cancelled ({command!r})")
+
+
+class SandboxUnavailableError(ShellError):
+    """A command must be confined by a `SandboxPolicy` and this executor cannot confine it.
+
+    ``cause`` says why (the local executor does not confine, ``bwrap`` is missing or cannot
+    create namespaces) and ``fix`` what to do; the command was not run, confined or otherwise.
+    """
+
+    def __init__(self, cause: str, fix: str) -> None:
+        self.cause = cause
+        self.fix = fix
+        super().__init__(f"sandbox unavailable: {cause}; fix: {fix}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dsh_shell._errors import ShellValueError
 from dsh_shell._namespace import DshEnvironment, validate_dsh_environment, validate_ordinary_env
+from dsh_shell._sandbox import SandboxPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,7 @@ class ShellExecRequest:
     callers only); both default to the executor's configuration. ``stdin`` is written once and
     closed (absent: ``/dev/null``). ``env`` is an ordinary overlay for trusted in-process
     plugins; ``dsh_env`` is the trusted managed ``DSH_*`` overlay, applied last.
+    ``sandbox`` is the `SandboxPolicy` the command must be confined by (see `ShellExecSpec`).
     """
 
     command: str
@@ -29,6 +31,7 @@ class ShellExecRequest:
     stdin: str | bytes | None = None
     env: Mapping[str, str] | None = None
     dsh_env: DshEnvironment | None = None
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,13 @@ class ShellExecSpec:
 
     Construction validates: ``workdir`` absolute, ``timeout`` and ``stdout_max_bytes``
     positive and finite, ``env`` free of ``DSH_*`` names (any case), ``dsh_env`` only
-    well-formed ``DSH_*`` keys. ``stdin``, ``env`` and ``dsh_env`` stay ``None`` when absent.
+    well-formed ``DSH_*`` keys, ``sandbox`` a `SandboxPolicy`. ``stdin``, ``env``, ``dsh_env``
+    and ``sandbox`` stay ``None`` when absent.
+
+    ``sandbox``: a spec whose policy mode is not ``danger-full-access`` must be confined by
+    that policy. An executor that cannot confine it raises `SandboxUnavailableError` from
+    ``run`` and ``start``; it never runs the command unconfined. ``None`` (or
+    ``danger-full-access``) asks for no confinement.
     """
 
     command: str
@@ -47,6 +56,7 @@ class ShellExecSpec:
     stdin: str | bytes | None = None
     env: Mapping[str, str] | None = None
     dsh_env: DshEnvironment | None = None
+    sandbox: SandboxPolicy | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or "\0" in self.command:
@@ -63,6 +73,8 @@ class ShellExecSpec:
             object.__setattr__(self, "env", validate_ordinary_env(self.env))
         if self.dsh_env is not None:
             object.__setattr__(self, "dsh_env", validate_dsh_environment(self.dsh_env))
+        if self.sandbox is not None and not isinstance(self.sandbox, SandboxPolicy):
+            raise ShellValueError("sandbox", self.sandbox, "a SandboxPolicy or None")
 
 
 def check_timeout(name: str, value: object) -> float:
@@ -94,7 +106,8 @@ def resolve_request(
     The workdir defaults to ``default_workdir``, else the process's current directory, and a
     relative one is made absolute against it. A timeout above ``max_timeout`` is clamped;
     a non-positive or non-finite one raises `ShellValueError` naming ``request.timeout``.
-    An ``env`` key in the ``DSH_*`` namespace raises `ReservedEnvKeyError`.
+    An ``env`` key in the ``DSH_*`` namespace raises `ReservedEnvKeyError`. The request's
+    ``sandbox`` policy is carried over unchanged.
     """
     base = Path(default_workdir) if default_workdir is not None else Path.cwd()
     workdir = base if request.workdir is None else base / Path(request.workdir)
@@ -112,4 +125,5 @@ def resolve_request(
         stdin=request.stdin,
         env=request.env,
         dsh_env=request.dsh_env,
+        sandbox=request.sandbox,
     )

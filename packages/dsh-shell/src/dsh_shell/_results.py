@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
+from dsh_shell._sandbox import SandboxMode
+
 ProcessStatus: TypeAlias = Literal["running", "completed", "killed"]
 """The status of a background process; it leaves ``running`` exactly once."""
 
@@ -33,6 +35,12 @@ class ShellRunResult:
     task was cancelled) are mutually exclusive, first cause wins; a command that signals itself
     is neither. ``timeout`` is the effective timeout in seconds and ``duration`` the wall time
     from spawn to settlement in seconds. The two streams stay separate.
+
+    ``sandbox_denied`` is set (to the confining mode) by a confining executor when the confined
+    command failed in a way that looks like the sandbox refused it: a nonzero exit and a denial
+    signature in its output (``Read-only file system``, ``Permission denied``, ``Operation not
+    permitted``, or a network error such as ``Network is unreachable`` while the network is
+    off). It is a hint for the model (`sandbox_denied_marker`), not proof.
     """
 
     exit_code: int | None
@@ -43,6 +51,7 @@ class ShellRunResult:
     stdout: CollectedOutput
     stderr: CollectedOutput
     duration: float
+    sandbox_denied: SandboxMode | None = None
 
     def __post_init__(self) -> None:
         if self.timed_out and self.aborted:
