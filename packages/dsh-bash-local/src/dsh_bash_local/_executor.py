@@ -20,6 +20,7 @@ from dsh_bash_local._spawn import spawn
 from dsh_bash_local._spill import SpillFiles
 from dsh_shell import (
     CollectedOutput,
+    SandboxUnavailableError,
     ShellCancelledError,
     ShellExecRequest,
     ShellExecSpec,
@@ -49,6 +50,10 @@ class LocalBashExecutor:
     memory and the complete stream in a 0600 spill file up to ``max_spill_bytes``. Use it as an
     async context manager (or call `aclose`) to kill background processes it started; groups
     still alive when the interpreter exits are SIGKILLed.
+
+    It does not confine commands: a spec whose ``sandbox`` policy is not
+    ``danger-full-access`` raises `SandboxUnavailableError` from `run` and `start` (nothing is
+    started); wrap it in dsh-bash-sandbox's ``SandboxExecutor`` to confine them.
     """
 
     def __init__(self, config: LocalBashConfig | None = None) -> None:
@@ -91,9 +96,11 @@ class LocalBashExecutor:
     async def run(self, spec: ShellExecSpec) -> ShellRunResult:
         """Run in the foreground; see `dsh_shell.ShellExecutor.run`.
 
-        Raises `ShellWorkdirError`, `ShellNotFoundError`, `ShellSpawnError`, or
-        `ShellCancelledError` (the calling task was already cancelled; nothing is started).
+        Raises `ShellWorkdirError`, `ShellNotFoundError`, `ShellSpawnError`,
+        `ShellCancelledError` (the calling task was already cancelled; nothing is started), or
+        `SandboxUnavailableError` (the spec must be confined; nothing is started).
         """
+        _refuse_confinement(spec)
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             raise ShellCancelledError(spec.command)
@@ -133,7 +140,11 @@ class LocalBashExecutor:
         )
 
     def start(self, spec: ShellExecSpec) -> LocalShellProcess:
-        """Start in the background and return at once (needs a running event loop)."""
+        """Start in the background and return at once (needs a running event loop).
+
+        Raises `SandboxUnavailableError` when the spec must be confined (nothing is started).
+        """
+        _refuse_confinement(spec)
         launch = self._launch(
             spec,
             self._collector(self.config.max_output_bytes, "stdout"),
@@ -168,6 +179,15 @@ class LocalBashExecutor:
         for process in list(self._processes):
             if process.pgid is not None:
                 kill_group_now(process.pgid)
+
+
+def _refuse_confinement(spec: ShellExecSpec) -> None:
+    """Fail closed: this executor never runs a command that must be confined."""
+    if spec.sandbox is not None and spec.sandbox.mode != "danger-full-access":
+        raise SandboxUnavailableError(
+            "the local executor does not confine commands",
+            "use dsh-bash-sandbox's SandboxExecutor or mode danger-full-access",
+        )
 
 
 async def _wait_for_settlement(child: Child, limit: float) -> _Cause:
