@@ -1148,3 +1148,49 @@ async def test_an_opposite_artifact_appearing_after_create_refuses_materializati
     with contextlib.suppress(RootEncodingError):
         await writer.close()
     await store.aclose()
+
+
+# -- jsonl.spec.ts, "edge cases": the obsolete flat-file layout -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("compression", "name"),
+    [
+        ("none", "legacy-flat.jsonl"),
+        ("zstd", "legacy-flat.jsonl.zstd"),
+        ("zstd", "legacy-flat.jsonl"),
+    ],
+)
+async def test_a_log_in_the_obsolete_flat_layout_is_refused_never_ignored(
+    tmp_path: Path, mk: Any, caplog: pytest.LogCaptureFixture, compression: str, name: str
+) -> None:
+    """jsonl.spec.ts: "rejects the obsolete flat-file layout instead of ignoring stored
+    sessions" and "rejects a compressed obsolete flat-file artifact during targeted lookup":
+    ``<project>/<id>.jsonl`` (or ``.jsonl.zstd``, whichever the root's encoding) is refused by
+    ``open`` and ``stat`` (``SessionFormatUnsupportedError`` naming the file) and by ``create``
+    of that id; ``list`` skips it with a warning naming it (our ``list`` skips what it cannot
+    list, where upstream's fails). A bug found by this case: the file was silently ignored
+    (the session "not found", a create of its id succeeding). A session found in the current
+    layout is not looked for in the flat one."""
+    store = JsonlPersistence(tmp_path, compression=compression)  # type: ignore[arg-type]
+    header = _meta("legacy-flat", "/legacy")
+    flat = store.log_path(header).parent.parent / name
+    flat.parent.mkdir(parents=True)
+    flat.write_bytes(
+        _plain([encode_header_line(header), *(encode_event(e) for e in mk.one_turn())])
+    )
+    for call in (
+        store.open("legacy-flat", "read"),
+        store.stat("legacy-flat"),
+        store.create(header),
+    ):
+        with pytest.raises(SessionFormatUnsupportedError, match="flat-file layout") as info:
+            await call
+        assert info.value.artifact == str(flat)
+    with caplog.at_level("WARNING", logger="dsh_persistence_jsonl"):
+        assert await store.list() == []
+    assert str(flat) in caplog.text
+    async with await store.create(_meta("other", "/legacy")) as writer:
+        await writer.append(mk.one_turn())
+    assert [s.header.id for s in await store.list()] == ["other"]
+    await store.aclose()

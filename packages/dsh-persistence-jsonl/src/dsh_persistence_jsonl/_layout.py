@@ -7,16 +7,20 @@ from pathlib import Path
 from typing import Literal
 
 from dsh_persistence import (
+    SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceError,
     decode_stored_header,
 )
 from dsh_persistence_jsonl._errors import RootEncodingError, storage_error
-from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
+from dsh_persistence_jsonl._pathcodec import encode_segment, project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import OddFileError, check_below
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import LOG_NAMES, Compression, HeaderDecoder, LoadedLog, load_log
 from dsh_session import SessionHeader
+
+FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
+"""File name endings of a log in the harness's obsolete flat layout (``<project>/<id>.jsonl``)."""
 
 
 class RootLayout:
@@ -93,6 +97,7 @@ class RootLayout:
         opened: ``SessionPersistenceCorruptionError`` naming the path."""
         segment = session_segment(session_id)
         found: list[Path] = []
+        searched: list[str] = []
         try:
             projects = os.scandir(self._root)
         except FileNotFoundError:
@@ -101,6 +106,7 @@ class RootLayout:
             for project in projects:
                 if not project.is_dir():  # a link to a directory too: found, then refused
                     continue
+                searched.append(project.path)
                 directory = Path(project.path) / segment
                 log = directory / self._log_name
                 if os.path.lexists(log):
@@ -115,12 +121,30 @@ class RootLayout:
                 artifact=str(found[0]),
             )
         if not found:
+            self._refuse_flat_layout(session_id, searched)
             return None
         try:
             check_below(self._root, found[0].parent)
         except OddFileError as odd:
             raise self._damage(session_id, found[0], odd) from None
         return found[0]
+
+    def _refuse_flat_layout(self, session_id: str, projects: list[str]) -> None:
+        """Refuse (never ignore) a log of ``session_id`` in the harness's obsolete flat layout,
+        ``<project>/<encoded id>.jsonl`` or ``.jsonl.zstd``: only looked for when the id has no
+        log in the current layout, so a found session pays nothing for it."""
+        encoded = encode_segment(session_id)  # the flat layout never cut long ids
+        for project in projects:
+            for suffix in FLAT_SUFFIXES:
+                flat = os.path.join(project, encoded + suffix)
+                if os.path.lexists(flat):  # False for a name too long to exist, too
+                    raise SessionFormatUnsupportedError(
+                        session_id,
+                        "its log is in the obsolete flat-file layout (<project>/<id>.jsonl), "
+                        "which this build does not read (it reads "
+                        "<project>/<id>/session.jsonl); move it to that layout to open it",
+                        artifact=flat,
+                    )
 
     def _decoder(self, session_id: str, path: Path) -> HeaderDecoder:
         def decode(line: bytes) -> tuple[SessionHeader, int]:

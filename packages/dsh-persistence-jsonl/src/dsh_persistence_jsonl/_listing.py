@@ -10,7 +10,7 @@ from typing import Literal
 
 from dsh_persistence import SessionSnapshot
 from dsh_persistence_jsonl._errors import storage_error
-from dsh_persistence_jsonl._layout import RootLayout
+from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
 from dsh_persistence_jsonl._scan import LogDamage, gc_paused
 from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_of
@@ -103,6 +103,8 @@ class RootCatalog(RootLayout):
                     if not session.is_dir(follow_symlinks=False):
                         if session.is_symlink():
                             _skipped(session.path, "a symbolic link, not a directory")
+                        elif session.name.endswith(FLAT_SUFFIXES):
+                            _skipped(session.path, "a log in the obsolete flat-file layout")
                         continue
                     snapshot = self._scan_session(name, session.path, session.name, project_fd)
                     if snapshot is not None:
