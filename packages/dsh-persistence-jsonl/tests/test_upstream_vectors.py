@@ -25,15 +25,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from pydantic import ValidationError
 
 from dsh_persistence import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
+    SessionStorageError,
     export_session,
 )
 from dsh_persistence_jsonl import JsonlPersistence, RootEncodingError, encode_segment, project_key
@@ -1193,4 +1196,304 @@ async def test_a_log_in_the_obsolete_flat_layout_is_refused_never_ignored(
     async with await store.create(_meta("other", "/legacy")) as writer:
         await writer.append(mk.one_turn())
     assert [s.header.id for s in await store.list()] == ["other"]
+    await store.aclose()
+
+
+# -- jsonl.spec.ts: listing, the root and the session directory ------------------------------
+
+
+async def test_list_skips_empty_header_less_and_unstorable_logs_beside_a_real_one(
+    tmp_path: Path, mk: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """jsonl.spec.ts: "list skips empty and non-header session logs (metadata-only read)" and
+    "list rejects a session header whose id cannot name a storage path" (``id: ''``). Differs
+    for the second: ours skips it with a warning naming it, as it skips every entry it cannot
+    list, where upstream's ``list`` fails."""
+    store = JsonlPersistence(tmp_path)
+    async with await store.create(_meta("real", "/p")) as writer:
+        await writer.append(mk.one_turn())
+    junk = {
+        "empty": b"",
+        "notheader": b'{"type":"turn/start"}\n',
+        "badjson": b"not json at all\n",
+        "invalid-id": _json({"type": "session", "version": 0, "id": "", "createdAt": 1}) + b"\n",
+    }
+    for session_id, data in junk.items():
+        _put(store, _meta(session_id), data)
+    with caplog.at_level("WARNING", logger="dsh_persistence_jsonl"):
+        assert [s.header.id for s in await store.list()] == ["real"]
+    for session_id in junk:
+        assert str(store.log_path(_meta(session_id))) in caplog.text
+    await store.aclose()
+
+
+async def test_list_reads_a_header_line_longer_than_the_8kb_read_chunk(tmp_path: Path) -> None:
+    """jsonl.spec.ts: "list reads a header line longer than the 8KB read chunk". Differs in the
+    padding: upstream pads with an extra header field it tolerates; ours refuses unknown
+    header keys, so a 9,000-character cwd makes the line long."""
+    store = JsonlPersistence(tmp_path)
+    header = _meta("big", "/" + "x" * 9000)
+    _put(store, header, encode_header_line(header) + b"\n")
+    assert len(encode_header_line(header)) > 8192
+    assert [s.header.id for s in await store.list()] == ["big"]
+    await store.aclose()
+
+
+async def test_a_session_directory_may_hold_more_than_its_transcript(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "keeps the transcript in an extensible session-owned directory": a
+    ``metadata.json`` beside the log, a README in the project directory and a session
+    directory without a log change nothing."""
+    store = JsonlPersistence(tmp_path)
+    header = _meta("owned-directory", "/project")
+    async with await store.create(header) as writer:
+        await writer.append(mk.one_turn())
+    directory = store.log_path(header).parent
+    (directory / "metadata.json").write_text("{}\n")
+    (directory.parent / "README").write_text("project metadata\n")
+    (directory.parent / "reserved-session").mkdir()
+    assert {"metadata.json", "session.jsonl"} <= set(os.listdir(directory))
+    assert [s.header.id for s in await store.list()] == ["owned-directory"]
+    assert await _read(store, "owned-directory") == mk.one_turn()
+    await store.aclose()
+
+
+async def test_a_missing_root_lists_nothing_and_a_file_root_is_refused(tmp_path: Path) -> None:
+    """jsonl.spec.ts: "list returns nothing when the root directory does not exist", "plugin
+    load rejects an existing root that is not a directory" and "list surfaces a root that
+    becomes unusable after plugin load" (ours: ``SessionStorageError``, ENOTDIR's message)."""
+    assert await JsonlPersistence(tmp_path / "does-not-exist-yet").list() == []
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    with pytest.raises(NotADirectoryError):
+        JsonlPersistence(blocker)
+    root = tmp_path / "root"
+    store = JsonlPersistence(root)
+    root.write_text("not a directory")
+    with pytest.raises(SessionStorageError, match="Not a directory"):
+        await store.list()
+    await store.aclose()
+
+
+async def test_a_file_at_the_project_directory_path_fails_materialization(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "materialization surfaces a project-directory storage fault" (upstream:
+    EEXIST or ENOTDIR). Ours refuses the odd file by name (below a root only real directories
+    are used) and writes nothing."""
+    store = JsonlPersistence(tmp_path)
+    header = _meta("exists-fault", "/x")
+    project = store.log_path(header).parent.parent
+    project.write_text("x")
+    writer = await store.create(header)
+    with pytest.raises(SessionPersistenceCorruptionError, match="not a directory") as info:
+        await writer.append(mk.one_turn())
+    assert info.value.artifact == str(project)
+    assert project.read_text() == "x"
+    await writer.close()
+    await store.aclose()
+
+
+async def test_a_header_whose_cwd_names_another_project_directory_is_refused(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "list rejects a header whose cwd does not identify its physical log" and
+    "accepts an alternate project path only when it identifies the same physical log".
+    Differs: ``open`` refuses the mismatch naming the project directory and ``list`` leaves the
+    log out, where upstream's ``list`` fails; and an alias through a linked project directory
+    is refused too (below a root no link is followed), where upstream accepts one that
+    resolves to the same file."""
+    store = JsonlPersistence(tmp_path)
+    header = _meta("misplaced", "/stored")
+    lines = [
+        encode_header_line(_meta("misplaced", "/elsewhere")),
+        *map(encode_event, mk.one_turn()),
+    ]
+    path = _put(store, header, _plain(lines))
+    with pytest.raises(SessionPersistenceCorruptionError, match="project directory"):
+        await store.open("misplaced", "read")
+    assert await store.list() == []
+    alias = store.log_path(_meta("misplaced", "/alias")).parent.parent
+    alias.symlink_to(path.parent.parent, target_is_directory=True)
+    path.write_bytes(_plain([encode_header_line(_meta("misplaced", "/alias")), *lines[1:]]))
+    with pytest.raises(SessionPersistenceCorruptionError):
+        await store.open("misplaced", "read")
+    assert await store.list() == []
+    await store.aclose()
+
+
+async def test_a_read_header_is_immutable_and_appends_land_in_the_original_log(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "load returns immutable meta without exposing backend pathing" and
+    "create snapshots its meta" (a frozen header: there is nothing to mutate)."""
+    store = JsonlPersistence(tmp_path)
+    header = _meta("meta-copy", "/proj")
+    async with await store.create(header) as writer:
+        await writer.append(mk.one_turn())
+    async with await store.open("meta-copy", "write") as writer:
+        with pytest.raises(ValidationError):
+            writer.header.cwd = "/evil"  # type: ignore[misc]
+        await writer.append(mk.one_turn(6, turn=2))
+    assert await _seqs(JsonlPersistence(tmp_path), "meta-copy") == list(range(12))
+    assert not (tmp_path / project_key("/evil")).exists()
+    await store.aclose()
+
+
+# -- jsonl.spec.ts: event data and chunk rows ----------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan, -0.0, 2**53 + 1, {1}, print], ids=repr)
+async def test_event_data_that_is_not_lossless_json_is_refused_and_materializes_nothing(
+    tmp_path: Path, bad: object
+) -> None:
+    """jsonl.spec.ts: "rejects non-JSON event data: BigInt, function, circular, Map, undefined
+    property" (Python stand-ins: an integer no double holds, a set, a function, non-finite and
+    negative-zero floats): the append raises and the session is never materialized."""
+    store = JsonlPersistence(tmp_path)
+    event = make_event(
+        "user/message",
+        0,
+        1,
+        {"content": [{"type": "text", "text": "x"}], "source": {"kind": "user"}, "extra": None},
+        surface_op="append",
+    )
+    cast(dict[str, Any], event.data)["extra"] = bad
+    writer = await store.create(_meta("serial"))
+    with pytest.raises(TypeError, match="not losslessly JSON-serializable"):
+        await writer.append([event])
+    await writer.close()
+    assert await store.list() == []
+    assert not store.log_path(_meta("serial")).exists()
+    await store.aclose()
+
+
+async def test_well_formed_json_values_are_stored(tmp_path: Path) -> None:
+    """jsonl.spec.ts: "accepts well-formed JSON values (null, booleans, nested
+    arrays/objects)"."""
+    store = JsonlPersistence(tmp_path)
+    extra = {"a": None, "b": True, "c": [1, 2, {"d": "nested"}]}
+    data: dict[str, Any] = {
+        "content": [{"type": "text", "text": "x"}],
+        "source": {"kind": "user"},
+        "extra": extra,
+    }
+    event = make_event("user/message", 0, 1, data, surface_op="append")
+    async with await store.create(_meta("json-ok")) as writer:
+        await writer.append([event])
+    assert await _read(JsonlPersistence(tmp_path), "json-ok") == [event]
+    await store.aclose()
+
+
+async def test_concurrent_sessions_do_not_cross(tmp_path: Path) -> None:
+    """jsonl.spec.ts: "concurrent sessions do not cross buffers"."""
+    store = JsonlPersistence(tmp_path)
+
+    def turn(text: str) -> list[SessionEvent]:
+        message: dict[str, Any] = {
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        }
+        return [
+            make_event("turn/start", 0, 1, {"turn": 1}),
+            make_event("user/message", 1, 2, message, surface_op="append"),
+            make_event("turn/end", 2, 3, {"turn": 1, "reason": {"kind": "completed"}}),
+        ]
+
+    a, b = await store.create(_meta("sa")), await store.create(_meta("sb"))
+    for k in range(3):
+        await a.append(turn("A")[k : k + 1])
+        await b.append(turn("B")[k : k + 1])
+    await a.close()
+    await b.close()
+    assert await _read(store, "sa") == turn("A")
+    assert await _read(store, "sb") == turn("B")
+    await store.aclose()
+
+
+def _chunk_run_log(mk: Any) -> list[SessionEvent]:
+    """The harness's ``chunkRunLog()``: a step streaming a five-member text-delta run."""
+    message: dict[str, Any] = {
+        "turn": 1,
+        "step": 1,
+        "content": [{"type": "text", "text": "t0t1t2t3t4"}],
+        "provenance": {"provider": "mock", "model": "mock"},
+    }
+    return [
+        make_event("turn/start", 0, 1, {"turn": 1}),
+        make_event("step/start", 1, 2, {"turn": 1, "step": 1}),
+        *mk.text_chunks(2, 5),
+        make_event(
+            "assistant/message",
+            7,
+            8,
+            message,
+            surface_op="append",
+            source_event_seqs=[2, 3, 4, 5, 6],
+        ),
+        make_event("step/end", 8, 9, {"turn": 1, "step": 1}),
+        make_event("turn/end", 9, 10, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+
+
+def _tags(path: Path) -> list[str]:
+    return [json.loads(line)["type"] for line in path.read_bytes().split(b"\n")[1:-1]]
+
+
+async def test_a_delta_run_is_one_text_chunks_row_when_packing_and_one_line_each_when_not(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "writes a delta run as one text-chunks row by default and loads back
+    identical events" and "packChunks: false writes one event per line and still loads
+    identical events". Differs: our default is ``pack_chunks=False``; packing is chosen."""
+    log = _chunk_run_log(mk)
+    for pack, tags in (
+        (
+            True,
+            [
+                "turn/start",
+                "step/start",
+                "text-chunks",
+                "assistant/message",
+                "step/end",
+                "turn/end",
+            ],
+        ),
+        (False, [e.type for e in log]),
+    ):
+        store = JsonlPersistence(tmp_path / str(pack), pack_chunks=pack)
+        async with await store.create(_meta("packed", "/work")) as writer:
+            await writer.append(log)
+        assert _tags(store.log_path(_meta("packed", "/work"))) == tags
+        assert await _read(JsonlPersistence(tmp_path / str(pack)), "packed") == log
+        await store.aclose()
+
+
+async def test_a_mixed_file_of_verbatim_lines_then_packed_appends_loads(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "loads a mixed file: verbatim lines from an unpacked writer, then packed
+    appends"."""
+    log = _chunk_run_log(mk)
+    store = JsonlPersistence(tmp_path, pack_chunks=True)
+    header = _meta("mixed", "/work")
+    path = _put(store, header, _plain([encode_header_line(header), *map(encode_event, log)]))
+    second = [
+        make_event(
+            e.type,
+            10 + e.seq,
+            e.time,
+            {**cast(dict[str, Any], e.to_wire()["data"]), "turn": 2},
+            surface_op=e.to_wire().get("surfaceOp"),
+            source_event_seqs=[10 + s for s in e.to_wire().get("sourceEventSeqs", [])] or None,
+        )
+        for e in log
+    ]
+    async with await store.open("mixed", "write") as writer:
+        assert list(await writer.read()) == log
+        await writer.append(second)
+    assert await _read(JsonlPersistence(tmp_path), "mixed") == [*log, *second]
+    tags = _tags(path)
+    assert (tags.count("text-chunks"), tags.count("assistant/chunk")) == (1, 5)
     await store.aclose()
