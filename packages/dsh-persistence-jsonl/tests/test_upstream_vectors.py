@@ -34,8 +34,10 @@ import pytest
 from pydantic import ValidationError
 
 from dsh_persistence import (
+    SessionAlreadyExistsError,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
+    SessionPersistenceNotFoundError,
     SessionStorageError,
     export_session,
 )
@@ -1497,3 +1499,80 @@ async def test_a_mixed_file_of_verbatim_lines_then_packed_appends_loads(
     tags = _tags(path)
     assert (tags.count("text-chunks"), tags.count("assistant/chunk")) == (1, 5)
     await store.aclose()
+
+
+# -- jsonl.spec.ts and zstd.spec.ts: revisions, export, ids on disk -------------------------
+
+
+async def test_a_revision_is_the_same_on_reopen_and_differs_for_a_copy_in_another_root(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "source-qualifies revisions across roots while preserving same-log
+    reopen identity": the same bytes in another root are another artifact."""
+    revisions = []
+    for name in ("root", "other"):
+        store = JsonlPersistence(tmp_path / name)
+        async with await store.create(_meta("revision-source")) as writer:
+            await writer.append(mk.one_turn())
+        snapshot = await JsonlPersistence(tmp_path / name).stat("revision-source")
+        assert snapshot is not None
+        assert [s.revision for s in await store.list()] == [snapshot.revision]
+        revisions.append(snapshot.revision)
+        await store.aclose()
+    assert revisions[0] != revisions[1]
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+async def test_export_is_the_plain_jsonl_text_whatever_the_encoding(
+    tmp_path: Path, mk: Any, compression: str
+) -> None:
+    """zstd.spec.ts: "readRaw decodes the compressed artifact back to the original JSONL text"
+    (and jsonl.spec.ts's plain counterpart): the header line, then one line per event."""
+    store = JsonlPersistence(tmp_path / "root", compression=compression)  # type: ignore[arg-type]
+    header = _meta("raw-read", "/work")
+    async with await store.create(header) as writer:
+        await writer.append(mk.one_turn())
+    out = tmp_path / "out.jsonl"
+    assert await export_session(store, "raw-read", out) == 6
+    assert out.read_bytes() == _plain(
+        [encode_header_line(header), *map(encode_event, mk.one_turn())]
+    )
+    await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("compression", "data", "reason"),
+    [
+        ("none", b'not a header line\n{"type":"turn/start","seq":0}\n', "not JSON"),
+        ("zstd", b"", "no complete zstd frame"),
+    ],
+)
+async def test_export_refuses_an_absent_session_and_a_corrupt_header(
+    tmp_path: Path, compression: str, data: bytes, reason: str
+) -> None:
+    """jsonl.spec.ts: "readRaw is undefined for an absent session" (ours: not found) and
+    "readRaw rejects a corrupt header line instead of exporting it"; zstd.spec.ts: "readRaw
+    rejects a present zstd artifact that carries no frame"."""
+    store = JsonlPersistence(tmp_path / "root", compression=compression)  # type: ignore[arg-type]
+    with pytest.raises(SessionPersistenceNotFoundError):
+        await export_session(store, "raw-missing", tmp_path / "missing.jsonl")
+    _put(store, _meta("raw-corrupt", "/work"), data)
+    with pytest.raises(SessionPersistenceCorruptionError, match=reason):
+        await export_session(store, "raw-corrupt", tmp_path / "corrupt.jsonl")
+    await store.aclose()
+
+
+async def test_create_refuses_an_id_stored_under_another_project_directory(
+    tmp_path: Path, mk: Any
+) -> None:
+    """jsonl.spec.ts: "createCore rejects an id already on disk under a different project
+    directory" (a fresh instance, so nothing in memory knows the id)."""
+    store = JsonlPersistence(tmp_path)
+    async with await store.create(_meta("dup-id", "/projA")) as writer:
+        await writer.append(mk.one_turn())
+    fresh = JsonlPersistence(tmp_path)
+    with pytest.raises(SessionAlreadyExistsError):
+        await fresh.create(_meta("dup-id", "/projB"))
+    assert not fresh.log_path(_meta("dup-id", "/projB")).parent.exists()
+    await store.aclose()
+    await fresh.aclose()
