@@ -7,7 +7,14 @@
   ``job_kill`` and ``job_list`` tools.
 """
 
-from dsh_tool_bash._bash import BashArgs, BashBackgroundArgs, BashTool
+from dsh_tool_bash._bash import (
+    BashArgs,
+    BashBackgroundArgs,
+    BashBackgroundSandboxArgs,
+    BashSandboxArgs,
+    BashTool,
+    SandboxModeLookup,
+)
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import (
     BackgroundDisabledError,
@@ -64,6 +71,8 @@ __all__ = [
     "BackgroundDisabledError",
     "BashArgs",
     "BashBackgroundArgs",
+    "BashBackgroundSandboxArgs",
+    "BashSandboxArgs",
     "BashTool",
     "DuplicateContributorError",
     "ForeignJobError",
@@ -83,6 +92,7 @@ __all__ = [
     "MissingKeyDescriptionError",
     "NonStringEnvValueError",
     "ReservedShellEnvKeyError",
+    "SandboxModeLookup",
     "ShellEnvDeclaration",
     "ShellEnvDeclarationError",
     "ShellEnvError",

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
-from dsh_shell import ShellExecRequest, ShellExecutor, render_result
+from dsh_shell import (
+    SandboxMode,
+    SandboxPolicy,
+    ShellExecRequest,
+    ShellExecutor,
+    ShellRunResult,
+    render_result,
+    sandbox_denied_marker,
+    sandbox_widens,
+)
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import BackgroundDisabledError
 from dsh_tool_bash._jobs import JobRegistry
@@ -26,7 +38,27 @@ from dsh_tools import (
     ToolExecution,
 )
 
-__all__ = ["BashArgs", "BashBackgroundArgs", "BashTool"]
+__all__ = [
+    "BashArgs",
+    "BashBackgroundArgs",
+    "BashBackgroundSandboxArgs",
+    "BashSandboxArgs",
+    "BashTool",
+    "SandboxModeLookup",
+]
+
+Escalation: TypeAlias = Literal["workspace-write", "danger-full-access"]
+"""What ``sandbox_permissions`` may ask for (the ladder only widens)."""
+
+OptionalEscalation = Annotated[
+    Escalation | None,
+    WithJsonSchema({"type": "string", "enum": ["workspace-write", "danger-full-access"]}),
+]
+"""An escalation the model may omit, shown as a string enum only."""
+
+SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
+"""The sandbox mode of the calling session (its last logged ``sandbox/mode``), or ``None`` for
+the tool's default policy's mode."""
 
 
 class BashArgs(BaseModel):
@@ -87,6 +119,51 @@ class BashBackgroundArgs(BashArgs):
     )
 
 
+class _Escalation(BaseModel):
+    """The two escalation fields a confining executor adds, given together."""
+
+    sandbox_permissions: OptionalEscalation = Field(
+        default=None,
+        description=(
+            "Run this one call with a wider sandbox: `workspace-write` or "
+            "`danger-full-access`. Only after the sandbox refused the command; the user is "
+            "asked to approve it. Give `justification` with it."
+        ),
+        json_schema_extra=without_default,
+    )
+    justification: OptionalString = Field(
+        default=None,
+        description="One sentence telling the user why the command needs the wider sandbox.",
+        json_schema_extra=without_default,
+    )
+
+    @model_validator(mode="after")
+    def _together(self) -> _Escalation:
+        if (self.sandbox_permissions is None) != (self.justification is None):
+            raise ValueError("sandbox_permissions and justification are given together")
+        if self.justification is not None and not self.justification.strip():
+            raise ValueError("justification must be a non-empty sentence")
+        return self
+
+
+class BashSandboxArgs(_Escalation, BashArgs):
+    """The bash tool's parameters under a sandbox, without background execution."""
+
+    model_config = ConfigDict(title="bash")
+
+
+class BashBackgroundSandboxArgs(_Escalation, BashBackgroundArgs):
+    """The bash tool's parameters under a sandbox, with background execution."""
+
+    model_config = ConfigDict(title="bash")
+
+
+def _parameters(*, background: bool, sandbox: bool) -> type[BashArgs]:
+    if sandbox:
+        return BashBackgroundSandboxArgs if background else BashSandboxArgs
+    return BashBackgroundArgs if background else BashArgs
+
+
 class BashTool(ToolDefinition[BashArgs]):
     """The ``bash`` tool: runs one command through ``executor`` with a managed ``DSH_*`` overlay.
 
@@ -101,6 +178,15 @@ class BashTool(ToolDefinition[BashArgs]):
     starts a job in ``jobs`` (a new `JobRegistry` unless one is given) owned by the calling
     session; offer the ``job_*`` tools of `job_tools` over the same registry. Without it the
     parameter is absent from the schema and a call that sends it anyway is refused.
+
+    With ``sandbox`` (the default `SandboxPolicy`; its ``workspace`` defaults to the caller's
+    cwd, its mode to what ``sandbox_mode`` says of the calling session) every request carries
+    the policy, so a confining executor confines it and a non-confining one refuses it; the
+    parameters gain ``sandbox_permissions`` + ``justification`` (given together, widening
+    only): such a call needs approval (``escalate sandbox to <mode>: <justification>``) and,
+    once granted, runs that one call under the wider mode. A result the executor marks as
+    refused by the sandbox ends with the ``[sandbox: file access denied under <mode> mode]``
+    marker and a hint to retry once with escalation.
     """
 
     name = "bash"
@@ -112,13 +198,49 @@ class BashTool(ToolDefinition[BashArgs]):
         *,
         enable_background: bool = True,
         jobs: JobRegistry | None = None,
+        sandbox: SandboxPolicy | None = None,
+        sandbox_mode: SandboxModeLookup | None = None,
     ) -> None:
         self.executor = executor
         self.shell_env = shell_env
         self.enable_background = enable_background
         self.jobs = jobs if jobs is not None else JobRegistry()
-        self.description = bash_description(enable_background=enable_background)
-        self.parameters = BashBackgroundArgs if enable_background else BashArgs
+        self.sandbox = sandbox
+        self.sandbox_mode = sandbox_mode
+        self.description = bash_description(
+            enable_background=enable_background,
+            sandbox_mode=sandbox.mode if sandbox is not None else None,
+        )
+        self.parameters = _parameters(background=enable_background, sandbox=sandbox is not None)
+
+    def policy_for(self, execution: ToolExecution) -> SandboxPolicy | None:
+        """The policy a call of ``execution`` runs under before any escalation (``None``
+        without a sandbox): the default, in the session's mode, rooted at the caller's cwd."""
+        policy = self.sandbox
+        if policy is None:
+            return None
+        mode = self.sandbox_mode(execution) if self.sandbox_mode is not None else None
+        changes: dict[str, object] = {}
+        if mode is not None and mode != policy.mode:
+            changes["mode"] = mode
+        cwd = execution.caller.cwd if execution.caller is not None else None
+        if policy.workspace is None and cwd is not None:
+            changes["workspace"] = Path(cwd)
+        return dataclasses.replace(policy, **changes) if changes else policy  # type: ignore[arg-type]
+
+    def approval_reason(self, args: BashArgs, execution: ToolExecution) -> str | None:
+        """An escalated call must be approved; one that does not widen is refused."""
+        requested = getattr(args, "sandbox_permissions", None)
+        policy = self.policy_for(execution)
+        if requested is None or policy is None:
+            return None
+        if not sandbox_widens(policy.mode, requested):
+            problem = (
+                f"invalid sandbox_permissions: {requested} does not widen the current sandbox "
+                f"mode {policy.mode}; run the command without sandbox_permissions"
+            )
+            raise InvalidToolArgumentsError("bash", [problem])
+        return f"escalate sandbox to {requested}: {getattr(args, 'justification', '')}"
 
     async def execute(self, args: BashArgs, execution: ToolExecution) -> str:
         """Run the command (foreground) or start it as a job (background)."""
@@ -128,11 +250,16 @@ class BashTool(ToolDefinition[BashArgs]):
         _check_non_blank("command", args.command)
         _check_non_blank("description", args.description)
         timeout = _timeout_seconds(args.timeout_ms)
+        policy = self.policy_for(execution)
+        requested = getattr(args, "sandbox_permissions", None)
+        if policy is not None and requested is not None:
+            policy = policy.widened(requested)  # approved by the registry for this call only
         request = ShellExecRequest(
             command=args.command,
             workdir=_workdir(args.workdir, execution),
             timeout=timeout,
             dsh_env=await self.shell_env.collect(execution),
+            sandbox=policy,
         )
         spec = self.executor.resolve(request)
         if background:
@@ -142,7 +269,24 @@ class BashTool(ToolDefinition[BashArgs]):
         result = await self.executor.run(spec)
         if result.aborted:
             raise ToolAbortedError(before_dispatch=False)
-        return render_result(result)
+        return render_result(result) + _denial_hint(result)
+
+
+def _denial_hint(result: ShellRunResult) -> str:
+    """The marker and the one-retry hint after a result the sandbox seems to have refused."""
+    mode = result.sandbox_denied
+    if mode is None or mode == "danger-full-access":
+        return ""
+    wider = (
+        '"danger-full-access"'
+        if mode == "workspace-write"
+        else ('"workspace-write" or "danger-full-access"')
+    )
+    return (
+        f"\n{sandbox_denied_marker(mode)}\nIf the command needs that access, retry this exact "
+        f"command once with sandbox_permissions {wider} and a one-sentence justification; "
+        "the user is asked to approve it."
+    )
 
 
 def _wants_background(args: BashArgs, execution: ToolExecution) -> bool:

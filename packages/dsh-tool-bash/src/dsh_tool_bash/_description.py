@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from dsh_shell import DSH_ENV_PREFIX
+from dsh_shell import DSH_ENV_PREFIX, SandboxMode
 
 __all__ = ["bash_description"]
 
@@ -33,6 +33,27 @@ _NO_BACKGROUND: Final = (
 )
 
 
-def bash_description(*, enable_background: bool) -> str:
-    """The bash tool's description: one sentence per line, background guidance last."""
-    return "\n".join((*_COMMON, _BACKGROUND if enable_background else _NO_BACKGROUND))
+_SANDBOX: Final[dict[SandboxMode, str]] = {
+    "read-only": (
+        "Commands run in a read-only sandbox (no writes but to `$TMPDIR`, no network); a "
+        "command the sandbox refuses may be retried once with `sandbox_permissions` and a "
+        "one-sentence `justification`, which asks the user for approval."
+    ),
+    "workspace-write": (
+        "Commands run in a sandbox that may write only inside the session workspace and "
+        "`$TMPDIR`, without network; a command the sandbox refuses may be retried once with "
+        "`sandbox_permissions` and a one-sentence `justification`, which asks the user for "
+        "approval."
+    ),
+    "danger-full-access": (
+        "Commands run without a sandbox, with the user's full rights; do not set "
+        "`sandbox_permissions`."
+    ),
+}
+
+
+def bash_description(*, enable_background: bool, sandbox_mode: SandboxMode | None = None) -> str:
+    """The bash tool's description: one sentence per line, then the sandbox policy's sentence
+    (when the tool has one), background guidance last."""
+    policy = (_SANDBOX[sandbox_mode],) if sandbox_mode is not None else ()
+    return "\n".join((*_COMMON, *policy, _BACKGROUND if enable_background else _NO_BACKGROUND))
