@@ -308,9 +308,15 @@ def materialize_create_header(
             "seeded header (is_seeded=True)"
         )
     try:
-        encode_header_line(header, inherited_event_count)
+        line = encode_header_line(header, inherited_event_count)
     except LosslessJsonError as error:
         raise TypeError(
             f"session {header.id!r}: header is not losslessly JSON-serializable: {error}"
+        ) from error
+    try:  # a header built without validation (model_copy(update=...)) must still read back
+        decode_header_line(line)
+    except ValueError as error:
+        raise ValueError(
+            f"session {header.id!r}: header would not read back as a valid header line: {error}"
         ) from error
     return header
