@@ -1,0 +1,51 @@
+"""The sandboxed executor of DSH: each command of an inner executor confined by bubblewrap.
+
+`SandboxExecutor` wraps any `dsh_shell.ShellExecutor` and runs its commands under ``bwrap``
+by the spec's `dsh_shell.SandboxPolicy`; `probe_sandbox` says whether this host can (it fails
+closed with `dsh_shell.SandboxUnavailableError` when it cannot). `bwrap_argv` builds the
+command line, `looks_sandbox_denied` tells a refused command's result.
+"""
+
+from dsh_bash_sandbox._argv import (
+    PathKind,
+    bwrap_argv,
+    host_kind,
+    host_realpath,
+    shell_line,
+    signal_from_status,
+)
+from dsh_bash_sandbox._executor import (
+    FILE_DENIAL_SIGNATURES,
+    NETWORK_DENIAL_SIGNATURES,
+    ConfinedProcess,
+    SandboxExecutor,
+    looks_sandbox_denied,
+)
+from dsh_bash_sandbox._probe import (
+    FIX_INSTALL,
+    FIX_NAMESPACES,
+    ISOLATION_FLAGS,
+    SandboxProbe,
+    clear_probe_cache,
+    probe_sandbox,
+)
+
+__all__ = [
+    "FILE_DENIAL_SIGNATURES",
+    "FIX_INSTALL",
+    "FIX_NAMESPACES",
+    "ISOLATION_FLAGS",
+    "NETWORK_DENIAL_SIGNATURES",
+    "ConfinedProcess",
+    "PathKind",
+    "SandboxExecutor",
+    "SandboxProbe",
+    "bwrap_argv",
+    "clear_probe_cache",
+    "host_kind",
+    "host_realpath",
+    "looks_sandbox_denied",
+    "probe_sandbox",
+    "shell_line",
+    "signal_from_status",
+]

@@ -1,0 +1,126 @@
+"""The ``bwrap`` command line of a confined command, and the shell line that runs it."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal, TypeAlias
+
+from dsh_bash_sandbox._probe import ISOLATION_FLAGS
+from dsh_shell import SandboxPolicy, ShellValueError
+
+PathKind: TypeAlias = Literal["dir", "file"] | None
+"""What a path is on the host (following symlinks): a directory, another file, or nothing."""
+
+# Signals whose default action does not end a process: an exit status of 128 + one of these
+# is an ordinary exit status.
+_NOT_RE_RAISED = (17, 18, 19, 20, 21, 22, 23, 28)
+
+
+def host_kind(path: Path) -> PathKind:
+    """The kind of ``path`` on this host, following symlinks (``None`` when absent)."""
+    if os.path.isdir(path):
+        return "dir"
+    if os.path.exists(path):
+        return "file"
+    return None
+
+
+def host_realpath(path: Path) -> Path:
+    """``path`` with every symlink resolved (a bind mount lands on the real directory)."""
+    return Path(os.path.realpath(path))
+
+
+def bwrap_argv(
+    policy: SandboxPolicy,
+    *,
+    workdir: Path,
+    command: str,
+    bwrap: str = "bwrap",
+    shell: str = "/bin/bash",
+    kind: Callable[[Path], PathKind] = host_kind,
+    realpath: Callable[[Path], Path] = host_realpath,
+) -> list[str]:
+    """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
+
+    Mounts, in order (a later mount covers an earlier one): ``/`` read-only, a private
+    ``/dev`` and ``/proc``; each writable root that exists, read-write (``read-only`` mode:
+    only ``temp_dir``); each protected name that exists directly in a writable root or in
+    ``workdir``, read-only; each read-only path that exists, read-only; each denied path that
+    exists hidden (a directory under an empty read-only tmpfs, a file under ``/dev/null``).
+    Then every namespace unshared (the network shared only when ``policy.network``), a new
+    session, death with the parent, no capabilities, ``TMPDIR`` set to ``temp_dir``.
+    ``kind`` and ``realpath`` default to the host's filesystem; pass others to build an argv
+    without touching it. ``danger-full-access`` has no argv: it raises `ShellValueError`.
+    """
+    if policy.mode == "danger-full-access":
+        raise ShellValueError("policy.mode", policy.mode, "danger-full-access is not confined")
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    argv += ISOLATION_FLAGS[:1]
+    if policy.network:
+        argv.append("--share-net")
+    argv += ISOLATION_FLAGS[1:]
+    if policy.mode == "read-only":
+        writable: tuple[Path, ...] = () if policy.temp_dir is None else (policy.temp_dir,)
+    else:
+        writable = policy.writable_paths
+    bound: list[Path] = []
+    for root in writable:
+        real = realpath(root)
+        if kind(real) is not None and real not in bound:
+            bound.append(real)
+            argv += ["--bind", str(real), str(real)]
+    real_workdir = realpath(workdir)
+    protected_bases = list(bound)
+    if real_workdir not in bound and any(_within(real_workdir, root) for root in bound):
+        protected_bases.append(real_workdir)
+    read_only: list[Path] = []
+    for base in protected_bases:
+        read_only += [base / name for name in policy.protected_names]
+    read_only += list(policy.read_only_paths)
+    for path in read_only:
+        real = realpath(path)
+        if kind(real) is not None:
+            argv += ["--ro-bind", str(real), str(real)]
+    for path in policy.denied_paths:
+        real = realpath(path)
+        found = kind(real)
+        if found == "dir":
+            argv += ["--tmpfs", str(real), "--remount-ro", str(real)]
+        elif found == "file":
+            argv += ["--ro-bind", "/dev/null", str(real)]
+    if policy.temp_dir is not None:
+        argv += ["--setenv", "TMPDIR", str(policy.temp_dir)]
+    argv += ["--chdir", str(workdir), "--", shell, "-c", command]
+    return argv
+
+
+def shell_line(argv: list[str]) -> str:
+    """The line an inner executor's ``bash -c`` runs: ``exec`` of ``argv`` (no extra process)."""
+    return f"exec {shlex.join(argv)}"
+
+
+def signal_from_status(exit_code: int | None) -> str | None:
+    """The signal a confined command died of, read back from ``bwrap``'s exit status.
+
+    ``bwrap`` reports a command killed by signal N as exit status 128 + N; this returns N's
+    name (``"SIGTERM"``) for such a status, else ``None``. Not for N whose default action does
+    not end a process (``SIGCHLD``, ``SIGCONT``, the stop signals, ``SIGURG``, ``SIGWINCH``).
+    The price: a command that *exits* 128 + N on its own reads as killed by N.
+    """
+    if exit_code is None or not 128 < exit_code <= 128 + 64:
+        return None
+    number = exit_code - 128
+    if number in _NOT_RE_RAISED:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return None
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents

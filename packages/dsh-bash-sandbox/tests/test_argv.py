@@ -1,0 +1,163 @@
+"""bwrap_argv and shell_line, built without touching the filesystem (kind and realpath given)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dsh_bash_sandbox import ISOLATION_FLAGS, PathKind, bwrap_argv, shell_line, signal_from_status
+from dsh_shell import SandboxPolicy, ShellValueError
+
+_EXISTING: dict[str, PathKind] = {
+    "/w": "dir",
+    "/w/.git": "dir",
+    "/w/sub": "dir",
+    "/w/sub/.dsh": "dir",
+    "/t": "dir",
+    "/extra": "dir",
+    "/home/u/.dsh": "dir",
+    "/home/u/.ssh": "dir",
+    "/home/u/.netrc": "file",
+}
+
+
+def _kind(path: Path) -> PathKind:
+    return _EXISTING.get(str(path))
+
+
+def _argv(policy: SandboxPolicy, workdir: str = "/w", command: str = "echo hi") -> list[str]:
+    return bwrap_argv(
+        policy,
+        workdir=Path(workdir),
+        command=command,
+        bwrap="/usr/bin/bwrap",
+        kind=_kind,
+        realpath=lambda path: path,
+    )
+
+
+def _pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, item in enumerate(argv) if item == flag]
+
+
+_POLICY = SandboxPolicy(
+    workspace=Path("/w"),
+    temp_dir=Path("/t"),
+    writable_roots=(Path("/extra"), Path("/missing-root")),
+    read_only_paths=(Path("/home/u/.dsh"), Path("/home/u/.missing")),
+    denied_paths=(Path("/home/u/.ssh"), Path("/home/u/.netrc"), Path("/home/u/.aws")),
+)
+
+
+def test_the_base_mounts_and_namespaces_come_first() -> None:
+    argv = _argv(_POLICY)
+    assert argv[:8] == ["/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    assert argv[8:13] == [
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    assert argv[8 : 8 + len(ISOLATION_FLAGS)] == list(ISOLATION_FLAGS)
+    assert "--share-net" not in argv
+
+
+def test_network_is_shared_only_when_the_policy_allows_it() -> None:
+    argv = _argv(SandboxPolicy(workspace=Path("/w"), network=True))
+    assert argv[8:10] == ["--unshare-all", "--share-net"]
+
+
+def test_existing_writable_roots_are_bound_read_write() -> None:
+    assert _pairs(_argv(_POLICY), "--bind") == ["/w", "/t", "/extra"]  # /missing-root absent
+
+
+def test_read_only_mode_binds_only_the_temp_dir() -> None:
+    argv = _argv(SandboxPolicy(mode="read-only", workspace=Path("/w"), temp_dir=Path("/t")))
+    assert _pairs(argv, "--bind") == ["/t"]
+    assert "/w/.git" not in argv
+
+
+def test_existing_protected_names_and_read_only_paths_are_bound_read_only_after_the_roots() -> None:
+    argv = _argv(_POLICY, workdir="/w/sub")
+    read_only = _pairs(argv, "--ro-bind")
+    # /w/.git (in the root), /w/sub/.dsh (in the workdir), the DSH home; absent ones skipped
+    assert read_only == ["/", "/w/.git", "/w/sub/.dsh", "/home/u/.dsh", "/dev/null"]
+    assert argv.index("/w/.git") > argv.index("--bind")
+
+
+def test_denied_paths_are_hidden_a_directory_by_a_read_only_tmpfs_a_file_by_dev_null() -> None:
+    argv = _argv(_POLICY)
+    at = argv.index("--tmpfs")
+    assert argv[at : at + 4] == ["--tmpfs", "/home/u/.ssh", "--remount-ro", "/home/u/.ssh"]
+    at = argv.index("/dev/null")
+    assert argv[at - 1 : at + 2] == ["--ro-bind", "/dev/null", "/home/u/.netrc"]
+    assert "/home/u/.aws" not in argv  # absent: nothing to hide
+
+
+def test_tmpdir_workdir_and_the_command_end_the_line() -> None:
+    argv = _argv(_POLICY, command="echo 'a b'")
+    assert argv[-9:] == [
+        "--setenv",
+        "TMPDIR",
+        "/t",
+        "--chdir",
+        "/w",
+        "--",
+        "/bin/bash",
+        "-c",
+        "echo 'a b'",
+    ]
+
+
+def test_symlinked_paths_are_mounted_at_their_real_location() -> None:
+    argv = bwrap_argv(
+        SandboxPolicy(workspace=Path("/link")),
+        workdir=Path("/link"),
+        command="true",
+        kind=lambda path: "dir" if str(path).startswith("/real") else None,
+        realpath=lambda path: Path(str(path).replace("/link", "/real")),
+    )
+    assert _pairs(argv, "--bind") == ["/real"]
+
+
+def test_full_access_has_no_bwrap_line() -> None:
+    with pytest.raises(ShellValueError):
+        _argv(SandboxPolicy(mode="danger-full-access"))
+
+
+def test_shell_line_execs_the_argv_quoted() -> None:
+    line = shell_line(["/usr/bin/bwrap", "--", "/bin/bash", "-c", "echo 'a b'; exit 3"])
+    assert line == "exec /usr/bin/bwrap -- /bin/bash -c 'echo '\"'\"'a b'\"'\"'; exit 3'"
+    completed = subprocess.run(
+        ["bash", "-c", shell_line(["bash", "-c", "echo 'a b'; exit 3"])],
+        capture_output=True,
+        check=False,
+    )
+    assert (completed.returncode, completed.stdout) == (3, b"a b\n")
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (None, None),
+        (0, None),
+        (3, None),
+        (128, None),
+        (129, "SIGHUP"),
+        (137, "SIGKILL"),
+        (143, "SIGTERM"),
+        (139, "SIGSEGV"),
+        (141, "SIGPIPE"),
+        (145, None),  # SIGCHLD: its default action does not end a process
+        (147, None),  # SIGSTOP
+        (200, None),
+    ],
+)
+def test_signal_from_status_reads_bwraps_128_plus_n(
+    status: int | None, expected: str | None
+) -> None:
+    """bwrap reports a command killed by signal N as 128 + N (as a shell does)."""
+    assert signal_from_status(status) == expected

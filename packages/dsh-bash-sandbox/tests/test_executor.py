@@ -1,0 +1,268 @@
+"""SandboxExecutor over a fake inner executor: policy selection, re-targeting, temp dirs, denial."""
+
+from __future__ import annotations
+
+import asyncio
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from dsh_bash_sandbox import SandboxExecutor, looks_sandbox_denied, probe_sandbox
+from dsh_shell import (
+    CollectedOutput,
+    SandboxPolicy,
+    ShellExecRequest,
+    ShellExecutor,
+    ShellRunResult,
+    ShellValueError,
+)
+
+if TYPE_CHECKING:
+    from conftest import FakeInner  # the fixture's type (conftest is not importable)
+
+
+def test_it_is_a_shell_executor(inner: FakeInner) -> None:
+    assert isinstance(SandboxExecutor(inner), ShellExecutor)
+
+
+def test_bad_arguments_are_refused_naming_them(inner: FakeInner) -> None:
+    for kwargs, name in (
+        ({"policy": "workspace-write"}, "policy"),
+        ({"bwrap": ""}, "bwrap"),
+        ({"shell": "bash"}, "shell"),
+    ):
+        with pytest.raises(ShellValueError) as caught:
+            SandboxExecutor(inner, **kwargs)  # type: ignore[arg-type]
+        assert caught.value.name == name
+
+
+def test_resolve_defaults_to_workspace_write_on_the_real_workdir(
+    inner: FakeInner, workspace: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link"
+    link.symlink_to(workspace)
+    spec = SandboxExecutor(inner).resolve(ShellExecRequest("true", workdir=link))
+    assert spec.sandbox == SandboxPolicy(workspace=workspace)
+    assert spec.workdir == link  # the inner executor's resolve, untouched
+
+
+def test_resolve_prefers_the_requests_policy_then_the_executors(
+    inner: FakeInner, workspace: Path
+) -> None:
+    default = SandboxPolicy(mode="read-only", network=True)
+    executor = SandboxExecutor(inner, policy=default)
+    spec = executor.resolve(ShellExecRequest("true", workdir=workspace))
+    assert spec.sandbox == SandboxPolicy(mode="read-only", network=True, workspace=workspace)
+    own = SandboxPolicy(workspace=Path("/elsewhere"))
+    spec = executor.resolve(ShellExecRequest("true", workdir=workspace, sandbox=own))
+    assert spec.sandbox is own
+
+
+async def test_full_access_goes_to_the_inner_executor_unchanged(
+    inner: FakeInner, workspace: Path
+) -> None:
+    policy = SandboxPolicy(mode="danger-full-access")
+    executor = SandboxExecutor(inner, policy=policy)
+    spec = executor.resolve(ShellExecRequest("echo $0", workdir=workspace))
+    result = await executor.run(spec)
+    assert inner.specs[0].command == "echo $0"
+    assert inner.specs[0].sandbox is None
+    assert (result.stdout.text, result.sandbox_denied) == ("bash\n", None)
+    process = executor.start(spec)
+    assert await process.wait() == "completed"
+    assert inner.specs[1].command == "echo $0"
+
+
+async def test_a_confined_command_is_re_targeted_under_bwrap(
+    inner: FakeInner, workspace: Path
+) -> None:
+    executor = SandboxExecutor(inner)
+    spec = executor.resolve(ShellExecRequest("echo hi", workdir=workspace, dsh_env={"DSH_X": "1"}))
+    result = await executor.run(spec)
+    handed = inner.specs[0]
+    assert handed.command.startswith(f"exec {probe_sandbox().path} --ro-bind / / ")
+    assert handed.sandbox is None
+    assert (handed.workdir, handed.dsh_env, handed.timeout) == (
+        spec.workdir,
+        spec.dsh_env,
+        spec.timeout,
+    )
+    assert (result.exit_code, result.stdout.text) == (0, "hi\n")
+    await executor.aclose()
+
+
+async def test_a_spec_built_elsewhere_is_confined_by_the_default_policy(
+    inner: FakeInner, workspace: Path
+) -> None:
+    executor = SandboxExecutor(inner)
+    outside = workspace.parent / "outside"
+    spec = inner.resolve(ShellExecRequest(f"touch {outside}", workdir=workspace))
+    assert spec.sandbox is None
+    result = await executor.run(spec)
+    assert result.exit_code != 0
+    assert not outside.exists()
+    await executor.aclose()
+
+
+async def test_the_environment_is_the_inner_executors_plus_tmpdir(
+    inner: FakeInner, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DSH_STALE", "leak")
+    monkeypatch.setenv("PLAIN_VALUE", "kept")
+    executor = SandboxExecutor(inner)
+    request = ShellExecRequest(
+        'echo "$PLAIN_VALUE ${DSH_STALE-absent} $DSH_SESSION_ID $TERM"; echo "$TMPDIR"',
+        workdir=workspace,
+        dsh_env={"DSH_SESSION_ID": "s1"},
+    )
+    spec = executor.resolve(request)
+    result = await executor.run(spec)
+    first, tmpdir = result.stdout.text.splitlines()
+    assert first == "kept absent s1 dumb"
+    assert Path(tmpdir) == executor.temp_dir_for(spec)
+    await executor.aclose()
+
+
+async def test_each_session_gets_a_private_temp_dir_removed_by_aclose(
+    inner: FakeInner, workspace: Path, tmp_path: Path
+) -> None:
+    executor = SandboxExecutor(inner, temp_root=tmp_path)
+
+    def spec(session: str | None, mode: str = "workspace-write") -> object:
+        dsh_env = {"DSH_SESSION_ID": session} if session else None
+        policy = SandboxPolicy(mode=mode)  # type: ignore[arg-type]
+        request = ShellExecRequest(
+            'echo data > "$TMPDIR/f" && cat "$TMPDIR/f" && echo "$TMPDIR"',
+            workdir=workspace,
+            dsh_env=dsh_env,
+            sandbox=policy,
+        )
+        return executor.resolve(request)
+
+    seen = {}
+    for session in ("s1", "s2", None):
+        for mode in ("workspace-write", "read-only"):
+            result = await executor.run(spec(session, mode))  # type: ignore[arg-type]
+            out = result.stdout.text.splitlines()
+            assert out[0] == "data", result  # writable in both confined modes
+            seen.setdefault(session, set()).add(out[1])
+    assert all(len(dirs) == 1 for dirs in seen.values())  # one per session, both modes
+    dirs = [Path(next(iter(d))) for d in seen.values()]
+    assert len(set(dirs)) == 3
+    for path in dirs:
+        assert path.parent == tmp_path
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    await executor.aclose()
+    assert inner.closed
+    assert not any(path.exists() for path in dirs)
+
+
+async def test_a_refused_write_sets_sandbox_denied(inner: FakeInner, workspace: Path) -> None:
+    executor = SandboxExecutor(inner)
+    for mode, command in (
+        ("workspace-write", "echo x > .git/config"),
+        ("read-only", "echo x > new-file"),
+    ):
+        policy = SandboxPolicy(mode=mode)  # type: ignore[arg-type]
+        request = ShellExecRequest(command, workdir=workspace, sandbox=policy)
+        result = await executor.run(executor.resolve(request))
+        assert result.sandbox_denied == mode
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert not (workspace / "new-file").exists()
+    ok = await executor.run(executor.resolve(ShellExecRequest("echo x > f", workdir=workspace)))
+    assert (ok.exit_code, ok.sandbox_denied) == (0, None)
+    await executor.aclose()
+
+
+async def test_network_is_off_unless_the_policy_allows_it(
+    inner: FakeInner, workspace: Path
+) -> None:
+    executor = SandboxExecutor(inner)
+    server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    command = f"echo > /dev/tcp/127.0.0.1/{port} && echo connected"
+    try:
+        off = await executor.run(executor.resolve(ShellExecRequest(command, workdir=workspace)))
+        assert (off.stdout.text, off.sandbox_denied) == ("", "workspace-write")
+        policy = SandboxPolicy(network=True)
+        request = ShellExecRequest(command, workdir=workspace, sandbox=policy)
+        on = await executor.run(executor.resolve(request))
+        assert (on.stdout.text, on.sandbox_denied) == ("connected\n", None)
+    finally:
+        server.close()
+        await server.wait_closed()
+        await executor.aclose()
+
+
+async def test_a_self_signal_is_reported_as_the_signal(inner: FakeInner, workspace: Path) -> None:
+    executor = SandboxExecutor(inner)
+    result = await executor.run(
+        executor.resolve(ShellExecRequest("kill -TERM $$", workdir=workspace))
+    )
+    assert (result.exit_code, result.signal) == (None, "SIGTERM")
+    await executor.aclose()
+
+
+async def test_a_protected_name_that_does_not_exist_yet_can_be_created_then_is_protected(
+    inner: FakeInner, tmp_path: Path
+) -> None:
+    """bwrap can only mount over what exists: a command may create ``.git`` (``git init``);
+    from the next command on it is protected (as Codex does). ``check()`` refuses it always."""
+    workspace = tmp_path / "fresh"
+    workspace.mkdir()
+    executor = SandboxExecutor(inner)
+    create = ShellExecRequest("mkdir .git && echo one > .git/config", workdir=workspace)
+    created = await executor.run(executor.resolve(create))
+    assert created.exit_code == 0
+    assert (workspace / ".git" / "config").read_text() == "one\n"
+    again = ShellExecRequest("echo two > .git/config", workdir=workspace)
+    refused = await executor.run(executor.resolve(again))
+    assert refused.sandbox_denied == "workspace-write"
+    assert (workspace / ".git" / "config").read_text() == "one\n"
+    spec = executor.resolve(again)
+    assert spec.sandbox is not None
+    assert not spec.sandbox.check(workspace / ".git" / "config", "write").allowed
+    await executor.aclose()
+
+
+async def test_background_commands_are_confined_too(inner: FakeInner, workspace: Path) -> None:
+    executor = SandboxExecutor(inner)
+    command = "echo x > .git/config; echo done"
+    process = executor.start(executor.resolve(ShellExecRequest(command, workdir=workspace)))
+    assert await process.wait() == "completed"
+    assert process.read_output().delta == "done\n"
+    assert (workspace / ".git" / "config").read_text() == "[core]\n"
+    assert inner.specs[0].command.startswith(f"exec {probe_sandbox().path} ")
+    await executor.aclose()
+
+
+def _result(code: int | None, stderr: str, *, timed_out: bool = False) -> ShellRunResult:
+    return ShellRunResult(
+        code, None, timed_out, False, 1.0, CollectedOutput(""), CollectedOutput(stderr), 0.1
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "stderr", "network", "expected"),
+    [
+        (1, "x: Read-only file system", False, True),
+        (1, "cp: Permission denied", False, True),
+        (2, "Operation not permitted", True, True),
+        (1, "curl: (6) Could not resolve host: example.org", False, True),
+        (1, "curl: (6) Could not resolve host: example.org", True, False),
+        (7, "connect: Network is unreachable", False, True),
+        (1, "connect: Connection refused", False, True),
+        (0, "x: Read-only file system", False, False),  # succeeded anyway
+        (None, "Permission denied", False, False),  # killed by a signal
+        (1, "no such file", False, False),
+    ],
+)
+def test_looks_sandbox_denied(code: int | None, stderr: str, network: bool, expected: bool) -> None:
+    assert looks_sandbox_denied(_result(code, stderr), SandboxPolicy(network=network)) is expected
+
+
+def test_a_timed_out_result_is_not_a_denial() -> None:
+    result = _result(1, "Permission denied", timed_out=True)
+    assert not looks_sandbox_denied(result, SandboxPolicy())
