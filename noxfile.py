@@ -122,6 +122,7 @@ def build(session: nox.Session) -> None:
 # The package's `tests` session leaves that file to these sessions.
 CONTRACT_VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "bash-local": ("dsh-bash-local", None, None),
+    "bash-sandbox": ("dsh-bash-sandbox", None, None),
     "jsonl-none": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none"),
     "jsonl-none-pack": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "none-pack"),
     "jsonl-zstd": ("dsh-persistence-jsonl", "DSH_JSONL_VARIANT", "zstd"),
@@ -130,11 +131,20 @@ CONTRACT_VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "sqlite-plain": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "plain"),
     "sqlite-packed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "packed"),
 }
-CONTRACTS = [
-    name
-    for name, (pkg, _, _) in CONTRACT_VARIANTS.items()
-    if (PACKAGES_DIR / pkg / "tests" / "test_contract.py").exists()
-]
+# A contract run that needs two implementations together (DESIGN §2) lives in tests-integration/:
+# its test file and the other packages it installs. The `integration` session leaves it alone.
+CONTRACT_INTEGRATION: dict[str, tuple[str, tuple[str, ...]]] = {
+    "bash-sandbox": ("tests-integration/test_sandbox_contract.py", ("dsh-bash-local",)),
+}
+
+
+def _contract_path(variant: str) -> str:
+    if variant in CONTRACT_INTEGRATION:
+        return CONTRACT_INTEGRATION[variant][0]
+    return f"packages/{CONTRACT_VARIANTS[variant][0]}/tests/test_contract.py"
+
+
+CONTRACTS = [name for name in CONTRACT_VARIANTS if (ROOT / _contract_path(name)).exists()]
 
 
 @nox.session(python=None)
@@ -145,7 +155,7 @@ def tests(session: nox.Session, package: str) -> None:
     _install_from_dist(session, _pinned(package), *_test_group(package))
     session.chdir(ROOT)
     ignore = []
-    if any(CONTRACT_VARIANTS[c][0] == package for c in CONTRACTS):
+    if any(CONTRACT_VARIANTS[c][0] == package and c not in CONTRACT_INTEGRATION for c in CONTRACTS):
         ignore = [f"--ignore=packages/{package}/tests/test_contract.py"]
     session.run("pytest", f"packages/{package}/tests", *ignore, *session.posargs)
     session.run("python", "tools/run_readme_examples.py", f"packages/{package}/README.md")
@@ -156,11 +166,12 @@ def tests(session: nox.Session, package: str) -> None:
 def contract(session: nox.Session, variant: str) -> None:
     """One backend configuration against the seam's published contract suite."""
     package, variable, value = CONTRACT_VARIANTS[variant]
-    _ensure_built(session, _closure(package))
-    _install_from_dist(session, _pinned(package), *_test_group(package))
+    others = CONTRACT_INTEGRATION[variant][1] if variant in CONTRACT_INTEGRATION else ()
+    _ensure_built(session, sorted({d for p in (package, *others) for d in _closure(p)}))
+    _install_from_dist(session, *(_pinned(p) for p in (package, *others)), *_test_group(package))
     session.chdir(ROOT)
     env = {variable: value} if variable is not None and value is not None else {}
-    session.run("pytest", f"packages/{package}/tests/test_contract.py", *session.posargs, env=env)
+    session.run("pytest", _contract_path(variant), *session.posargs, env=env)
 
 
 @nox.session(python=None)
@@ -182,7 +193,8 @@ def integration(session: nox.Session) -> None:
     deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
     _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
     session.chdir(ROOT)
-    session.run("pytest", "tests-integration", *session.posargs)
+    ignore = [f"--ignore={path}" for path, _ in CONTRACT_INTEGRATION.values()]
+    session.run("pytest", "tests-integration", *ignore, *session.posargs)
 
 
 @nox.session(python=None, default=False)
