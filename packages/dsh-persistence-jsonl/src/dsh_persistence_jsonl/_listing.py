@@ -12,8 +12,15 @@ from dsh_persistence import SessionSnapshot
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
+from dsh_persistence_jsonl._safefs import read_small_regular
 from dsh_persistence_jsonl._scan import LogDamage, gc_paused
-from dsh_persistence_jsonl._store import HeaderInfo, read_header_info, revision_of
+from dsh_persistence_jsonl._store import (
+    WHOLE_READ,
+    HeaderInfo,
+    read_header_info,
+    revision_of,
+    whole_log_count,
+)
 from dsh_session import SessionFormatError, SessionHeader, decode_header_line
 
 _HEADER_MEMO = 65536
@@ -98,6 +105,7 @@ class RootCatalog(RootLayout):
         with os.scandir(directory) as sessions:
             # logs are opened relative to the project directory: a shorter path walk
             project_fd = os.open(directory, _DIRECTORY_FLAGS)
+            quick = self._compression == "none"
             try:
                 for session in sessions:
                     if not session.is_dir(follow_symlinks=False):
@@ -106,7 +114,9 @@ class RootCatalog(RootLayout):
                         elif session.name.endswith(FLAT_SUFFIXES):
                             _skipped(session.path, "a log in the obsolete flat-file layout")
                         continue
-                    snapshot = self._scan_session(name, session.path, session.name, project_fd)
+                    snapshot = self._quick_snapshot(name, session, project_fd) if quick else None
+                    if snapshot is None:  # anything but the common case: the full path judges
+                        snapshot = self._scan_session(name, session.path, session.name, project_fd)
                     if snapshot is not None:
                         snapshots.append(snapshot)
             finally:
@@ -121,6 +131,37 @@ class RootCatalog(RootLayout):
                 self._headers.clear()
             self._headers[line] = header
         return header
+
+    def _quick_snapshot(
+        self, project: str, session: os.DirEntry[str], project_fd: int
+    ) -> SessionSnapshot | None:
+        """``_scan_session``'s common case for a plain root, in one read: a regular log of at most
+        ``WHOLE_READ`` bytes whose header line decodes and belongs here. ``None`` for anything
+        else, which ``_scan_session`` then reads and judges again (so this only ever gives what
+        that gives, and every skip is logged there)."""
+        read = read_small_regular(
+            f"{session.name}{os.sep}{self._log_name}", WHOLE_READ, dir_fd=project_fd
+        )
+        if read is None:
+            return None
+        data, st = read
+        end = data.find(b"\n")  # within the header cap: the log is far shorter
+        if end == -1:
+            return None
+        try:
+            header = self._header_of(data[:end])
+        except SessionFormatError:
+            return None
+        if session_segment(header.id) != session.name or project_dir_name(header.cwd) != project:
+            return None
+        return SessionSnapshot(  # positional, as in _snapshot
+            header,
+            revision_of(st),
+            whole_log_count(data, end + 1),
+            st.st_size,
+            st.st_mtime_ns // 1_000_000,
+            f"{session.path}{os.sep}{self._log_name}",
+        )
 
     def _scan_session(
         self, project: str, directory: str, name: str, project_fd: int

@@ -28,7 +28,8 @@ Compression = Literal["none", "zstd"]
 LOG_NAMES: dict[str, str] = {"none": "session.jsonl", "zstd": "session.jsonl.zstd"}
 _HEADER_CHUNK = 8192
 _TAIL_CHUNK = 8192
-_WHOLE_READ = 65536
+WHOLE_READ = 65536
+"""A log up to this size is read whole by ``stat``/``list`` (its last row comes with the header)."""
 _BLOCK = 256 * 1024
 """Plain logs are read and scanned a block at a time: the lines of one block are parsed while
 still in cache and their memory is reused by the next block (a whole-file read of a 56 MB log
@@ -293,25 +294,40 @@ class HeaderInfo:
     event_count: int | None
 
 
-def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | None:
-    if size <= header_end:
+def whole_log_count(data: bytes, header_end: int) -> int | None:
+    """``event_count`` of a log read whole (``data``, its header line ending at ``header_end``):
+    the last complete row's last seq + 1, 0 with no row, ``None`` when that row does not parse."""
+    hi = len(data)
+    if hi <= header_end:
         return 0
-    if size <= len(head):
-        buf, lo = head, header_end  # the whole log came with the header: no copy
-    else:
-        start = max(header_end, size - _TAIL_CHUNK)
-        buf, lo = os.pread(fd, size - start, start), 0
-    hi = len(buf)
-    if hi == lo or buf[hi - 1] != 0x0A:
-        cut = buf.rfind(b"\n", lo, hi)
+    if data[hi - 1] != 0x0A:
+        cut = data.rfind(b"\n", header_end, hi)
         if cut == -1:
             return None
         hi = cut + 1
-    line_start = buf.rfind(b"\n", lo, hi - 1) + 1
-    if line_start == 0:
-        if size > len(head) and size - _TAIL_CHUNK > header_end:
-            return None  # a last row longer than the probe: not cheap, so unknown
-        line_start = lo
+    line_start = data.rfind(b"\n", header_end, hi - 1) + 1 or header_end
+    try:
+        return row_last_seq(data[line_start : hi - 1]) + 1
+    except (ValueError, TypeError):
+        return None
+
+
+def _last_row_count(fd: int, size: int, header_end: int, head: bytes) -> int | None:
+    if size <= header_end:
+        return 0
+    if size <= len(head):  # the whole log came with the header: no copy
+        return whole_log_count(head, header_end)
+    start = max(header_end, size - _TAIL_CHUNK)
+    buf = os.pread(fd, size - start, start)
+    hi = len(buf)
+    if hi == 0 or buf[hi - 1] != 0x0A:
+        cut = buf.rfind(b"\n", 0, hi)
+        if cut == -1:
+            return None
+        hi = cut + 1
+    line_start = buf.rfind(b"\n", 0, hi - 1) + 1
+    if line_start == 0 and size - _TAIL_CHUNK > header_end:
+        return None  # a last row longer than the probe: not cheap, so unknown
     try:
         return row_last_seq(buf[line_start : hi - 1]) + 1
     except (ValueError, TypeError):
@@ -327,7 +343,7 @@ def read_header_info(
     try:
         # a small log in one read: its last row (event_count) comes with the header
         head = os.pread(
-            fd, st.st_size if _HEADER_CHUNK < st.st_size <= _WHOLE_READ else _HEADER_CHUNK, 0
+            fd, st.st_size if _HEADER_CHUNK < st.st_size <= WHOLE_READ else _HEADER_CHUNK, 0
         )
         if compression == "none":
             if b"\n" not in head and len(head) < st.st_size:
