@@ -12,8 +12,10 @@ import pytest
 from dsh_bash_sandbox import SandboxExecutor, looks_sandbox_denied, probe_sandbox
 from dsh_shell import (
     CollectedOutput,
+    SandboxMode,
     SandboxPolicy,
     ShellExecRequest,
+    ShellExecSpec,
     ShellExecutor,
     ShellRunResult,
     ShellValueError,
@@ -130,9 +132,9 @@ async def test_each_session_gets_a_private_temp_dir_removed_by_aclose(
 ) -> None:
     executor = SandboxExecutor(inner, temp_root=tmp_path)
 
-    def spec(session: str | None, mode: str = "workspace-write") -> object:
+    def spec(session: str | None, mode: SandboxMode) -> ShellExecSpec:
         dsh_env = {"DSH_SESSION_ID": session} if session else None
-        policy = SandboxPolicy(mode=mode)  # type: ignore[arg-type]
+        policy = SandboxPolicy(mode=mode)
         request = ShellExecRequest(
             'echo data > "$TMPDIR/f" && cat "$TMPDIR/f" && echo "$TMPDIR"',
             workdir=workspace,
@@ -141,10 +143,11 @@ async def test_each_session_gets_a_private_temp_dir_removed_by_aclose(
         )
         return executor.resolve(request)
 
-    seen = {}
+    seen: dict[str | None, set[str]] = {}
+    modes: tuple[SandboxMode, ...] = ("workspace-write", "read-only")
     for session in ("s1", "s2", None):
-        for mode in ("workspace-write", "read-only"):
-            result = await executor.run(spec(session, mode))  # type: ignore[arg-type]
+        for mode in modes:
+            result = await executor.run(spec(session, mode))
             out = result.stdout.text.splitlines()
             assert out[0] == "data", result  # writable in both confined modes
             seen.setdefault(session, set()).add(out[1])
