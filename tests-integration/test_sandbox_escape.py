@@ -304,3 +304,54 @@ async def test_an_ambient_dsh_value_of_the_harness_reaches_the_command(
         'printf "%s %s" "${DSH_ESCAPE_PROBE-absent}" "${dsh_escape_probe_lower-absent}"'
     )
     assert result.stdout.text == "absent absent"
+
+
+async def _run_in(executor: SandboxExecutor, workdir: Path, command: str) -> ShellRunResult:
+    return await executor.run(executor.resolve(ShellExecRequest(command, workdir=workdir)))
+
+
+@MODES
+async def test_move_a_denied_paths_parent_away_then_read_it_in_a_later_command(
+    tmp_path: Path, mode: SandboxMode
+) -> None:
+    """With the home as the workspace, ``~/.config`` is writable but ``~/.config/gh`` denied:
+    renaming ``~/.config`` would carry the hidden directory to a name no rule lists. The
+    directories between a writable root and a guarded path are mount points, so it fails."""
+    home = tmp_path / "home"
+    (home / ".config" / "gh").mkdir(parents=True)
+    (home / ".config" / "gh" / "hosts.yml").write_text(_SECRET)
+    policy = SandboxPolicy(mode=mode, workspace=home, denied_paths=default_denied_paths(home))
+    async with SandboxExecutor(LocalBashExecutor(), policy=policy) as executor:
+        await _run_in(executor, home, "mv .config .moved")
+        second = await _run_in(executor, home, "cat .moved/gh/hosts.yml .config/gh/hosts.yml")
+    if mode == "danger-full-access":
+        assert (home / ".moved" / "gh" / "hosts.yml").exists()
+        assert second.stdout.text == _SECRET
+    else:
+        assert (home / ".config" / "gh" / "hosts.yml").read_text() == _SECRET
+        assert not (home / ".moved").exists()
+        assert _SECRET not in second.stdout.text
+
+
+@MODES
+async def test_plant_a_symlink_where_a_nested_writable_root_will_be(
+    tmp_path: Path, mode: SandboxMode
+) -> None:
+    """A configured root inside the workspace that does not exist yet: a command makes it a
+    symlink to a directory outside; the next command writes through it. The nested root is
+    writable through the workspace and never mounted on its own, so the symlink is not
+    followed to a writable mount."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    policy = SandboxPolicy(mode=mode, workspace=workspace, writable_roots=(workspace / "cache",))
+    async with SandboxExecutor(LocalBashExecutor(), policy=policy) as executor:
+        planted = await _run_in(executor, workspace, f"ln -s {outside} cache")
+        assert planted.exit_code == 0
+        written = await _run_in(executor, workspace, "echo escaped > cache/file")
+    if mode == "danger-full-access":
+        assert (outside / "file").read_text() == "escaped\n"
+    else:
+        assert not (outside / "file").exists()
+        assert written.sandbox_denied == "workspace-write"

@@ -117,7 +117,7 @@ def test_symlinked_paths_are_mounted_at_their_real_location() -> None:
         SandboxPolicy(workspace=Path("/link")),
         workdir=Path("/link"),
         command="true",
-        kind=lambda path: "dir" if str(path).startswith("/real") else None,
+        kind=lambda path: "dir" if str(path).startswith(("/real", "/link")) else None,
         realpath=lambda path: Path(str(path).replace("/link", "/real")),
     )
     assert _pairs(argv, "--bind") == ["/real"]
@@ -161,3 +161,42 @@ def test_signal_from_status_reads_bwraps_128_plus_n(
 ) -> None:
     """bwrap reports a command killed by signal N as 128 + N (as a shell does)."""
     assert signal_from_status(status) == expected
+
+
+def test_a_root_inside_another_is_not_mounted_on_its_own() -> None:
+    """A nested root is writable through the outer one; mounting it would follow a symlink a
+    command planted there (``ln -s /etc nested``) to a writable ``/etc``."""
+    argv = bwrap_argv(
+        SandboxPolicy(workspace=Path("/w/sub"), writable_roots=(Path("/w"),)),
+        workdir=Path("/w/sub"),
+        command="true",
+        kind=_kind,
+        realpath=lambda path: Path("/etc") if path == Path("/w/sub") else path,
+    )
+    assert _pairs(argv, "--bind")[0] == "/w"
+    assert "/etc" not in argv
+
+
+def test_directories_between_a_root_and_a_guarded_path_are_pinned_before_it() -> None:
+    existing: dict[str, PathKind] = {
+        "/home/u": "dir",
+        "/home/u/.config": "dir",
+        "/home/u/.config/gh": "dir",
+        "/home/u/a": "dir",
+        "/home/u/a/b": "dir",
+        "/home/u/a/b/log": "file",
+    }
+    argv = bwrap_argv(
+        SandboxPolicy(
+            workspace=Path("/home/u"),
+            read_only_paths=(Path("/home/u/a/b/log"),),
+            denied_paths=(Path("/home/u/.config/gh"),),
+        ),
+        workdir=Path("/home/u"),
+        command="true",
+        kind=lambda path: existing.get(str(path)),
+        realpath=lambda path: path,
+    )
+    assert _pairs(argv, "--bind") == ["/home/u", "/home/u/a", "/home/u/a/b", "/home/u/.config"]
+    assert argv.index("/home/u/.config") < argv.index("--tmpfs")
+    assert argv.index("/home/u/a/b") < argv.index("/home/u/a/b/log")

@@ -47,10 +47,12 @@ def bwrap_argv(
     """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
 
     Mounts, in order (a later mount covers an earlier one): ``/`` read-only, a private
-    ``/dev`` and ``/proc``; each writable root that exists, read-write (``read-only`` mode:
-    only ``temp_dir``); each protected name that exists directly in a writable root or in
-    ``workdir``, read-only; each read-only path that exists, read-only; each denied path that
-    exists hidden (a directory under an empty read-only tmpfs, a file under ``/dev/null``).
+    ``/dev`` and ``/proc``; each writable root that exists and is not inside another,
+    read-write (``read-only`` mode: only ``temp_dir``); every directory between such a root
+    and a guarded path below it, bound onto itself (pinned: a mount point cannot be renamed);
+    each protected name that exists directly in a writable root or in ``workdir``, and each
+    read-only path that exists, read-only; each denied path that exists hidden (a directory
+    under an empty read-only tmpfs, a file under ``/dev/null``).
     Then every namespace unshared (the network shared only when ``policy.network``), a new
     session, death with the parent, no capabilities, ``TMPDIR`` set to ``temp_dir``.
     ``kind`` and ``realpath`` default to the host's filesystem; pass others to build an argv
@@ -67,31 +69,48 @@ def bwrap_argv(
         writable: tuple[Path, ...] = () if policy.temp_dir is None else (policy.temp_dir,)
     else:
         writable = policy.writable_paths
+    # Outer roots first; a root inside one already bound is writable through it and is never
+    # mounted on its own, so a symlink a command planted there is never followed to a mount.
+    roots = sorted((r for r in writable if kind(r) is not None), key=lambda r: len(r.parts))
     bound: list[Path] = []
-    for root in writable:
+    for root in roots:
+        if any(_within(root, outer) for outer in bound):
+            continue
         real = realpath(root)
-        if kind(real) is not None and real not in bound:
-            bound.append(real)
-            argv += ["--bind", str(real), str(real)]
+        if any(_within(real, outer) for outer in bound):
+            continue
+        bound.append(real)
+        argv += ["--bind", str(real), str(real)]
     real_workdir = realpath(workdir)
-    protected_bases = list(bound)
-    if real_workdir not in bound and any(_within(real_workdir, root) for root in bound):
-        protected_bases.append(real_workdir)
-    read_only: list[Path] = []
-    for base in protected_bases:
-        read_only += [base / name for name in policy.protected_names]
-    read_only += list(policy.read_only_paths)
-    for path in read_only:
-        real = realpath(path)
-        if kind(real) is not None:
-            argv += ["--ro-bind", str(real), str(real)]
-    for path in policy.denied_paths:
-        real = realpath(path)
-        found = kind(real)
-        if found == "dir":
-            argv += ["--tmpfs", str(real), "--remount-ro", str(real)]
-        elif found == "file":
-            argv += ["--ro-bind", "/dev/null", str(real)]
+    bases = [realpath(root) for root in roots]
+    if any(_within(real_workdir, root) for root in bound):
+        bases.append(real_workdir)
+    guarded: list[tuple[str, Path, PathKind]] = []
+    for path in [base / name for base in bases for name in policy.protected_names]:
+        guarded.append(("read-only", path, kind(path)))
+    guarded += [("read-only", path, kind(path)) for path in policy.read_only_paths]
+    guarded += [("denied", path, kind(path)) for path in policy.denied_paths]
+    found = [(rule, realpath(path), what) for rule, path, what in guarded if what is not None]
+    # Pin every directory between a writable root and a guarded path below it (bind it onto
+    # itself: still writable, but a mount point cannot be renamed), so a command cannot move
+    # the guarded path out from under its mount and reach it at a new name in a later run.
+    pinned: list[Path] = []
+    for _, real, _ in found:
+        for root in bound:
+            if _within(real, root) and real != root:
+                for parent in reversed(real.relative_to(root).parents[:-1]):
+                    directory = root / parent
+                    if directory not in pinned:
+                        pinned.append(directory)
+                        argv += ["--bind", str(directory), str(directory)]
+    for rule, real, what in found:
+        target = str(real)
+        if rule == "read-only":
+            argv += ["--ro-bind", target, target]
+        elif what == "dir":
+            argv += ["--tmpfs", target, "--remount-ro", target]
+        else:
+            argv += ["--ro-bind", "/dev/null", target]
     if policy.temp_dir is not None:
         argv += ["--setenv", "TMPDIR", str(policy.temp_dir)]
     argv += ["--chdir", str(workdir), "--", shell, "-c", command]
