@@ -2,7 +2,8 @@
 
 The raw baseline is `asyncio.create_subprocess_exec` of the very argv the executor builds
 (`bwrap_argv`: `/` read-only, `/dev`, `/proc`, the workspace and `$TMPDIR` bound, every
-namespace unshared, `--die-with-parent --new-session --cap-drop ALL`) with stdout/stderr pipes
+namespace unshared, `--die-with-parent --new-session --cap-drop ALL`, the same seccomp filter
+file on `--seccomp`, opened per call as the executor's shell opens it) with stdout/stderr pipes
 and `communicate()`: the namespaces cost the same on both sides, so the ratio is what our
 wrapper adds (resolve, the policy, the inner executor, its `bash -c` around bwrap). Calls
 alternate between the sides so drift hits both equally. Reports p50 and p99 per call, the p50
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from dsh_bash_local import LocalBashExecutor
-from dsh_bash_sandbox import SandboxExecutor, bwrap_argv, probe_sandbox
+from dsh_bash_sandbox import SandboxExecutor, bwrap_argv, probe_sandbox, seccomp_filter
 from dsh_shell import SandboxPolicy, ShellExecRequest
 
 COMMAND = "echo hi"
@@ -33,15 +34,21 @@ WARMUP = 20
 TARGET = 1.3
 
 
-async def _raw(argv: list[str], workdir: Path) -> float:
+async def _raw(argv: list[str], workdir: Path, rules: Path | None) -> float:
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=workdir,
-    )
+    fd = os.open(rules, os.O_RDONLY) if rules is not None else None
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *(a if a != "{fd}" else str(fd) for a in argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=workdir,
+            pass_fds=() if fd is None else (fd,),
+        )
+    finally:
+        if fd is not None:
+            os.close(fd)
     out, err = await process.communicate()
     elapsed = time.perf_counter() - started
     assert out == b"hi\n", (out, err)
@@ -78,18 +85,24 @@ async def main(calls: int, workdir: Path) -> int:
         policy = SandboxPolicy(
             workspace=spec.sandbox.workspace, temp_dir=sandbox.temp_dir_for(spec)
         )
+        filter_bytes = seccomp_filter()  # the filter the executor hands bwrap, as a file
+        rules = workdir / "filter.bpf" if filter_bytes is not None else None
+        if rules is not None and filter_bytes is not None:
+            rules.write_bytes(filter_bytes)
         argv = bwrap_argv(policy, workdir=workdir, command=COMMAND, bwrap=probe.path or "bwrap")
+        if rules is not None:  # the same --seccomp, on whatever descriptor the raw side opens
+            argv[13:13] = ["--seccomp", "{fd}"]
         for _ in range(WARMUP):
-            await _raw(argv, workdir)
+            await _raw(argv, workdir, rules)
             await _ours(sandbox, workdir)
             await _ours(plain, workdir)
         for index in range(calls):
             if index % 2:
-                raw.append(await _raw(argv, workdir))
+                raw.append(await _raw(argv, workdir, rules))
                 ours.append(await _ours(sandbox, workdir))
             else:
                 ours.append(await _ours(sandbox, workdir))
-                raw.append(await _raw(argv, workdir))
+                raw.append(await _raw(argv, workdir, rules))
             local.append(await _ours(plain, workdir))
     ratio = statistics.median(ours) / statistics.median(raw)
     print(

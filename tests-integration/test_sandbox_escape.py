@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shlex
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -355,3 +357,39 @@ async def test_plant_a_symlink_where_a_nested_writable_root_will_be(
     else:
         assert not (outside / "file").exists()
         assert written.sandbox_denied == "workspace-write"
+
+
+@MODES
+async def test_connect_to_a_host_unix_socket(world: World) -> None:
+    """A read-only mount does not stop connect() on a socket file (an ssh-agent, Docker's
+    socket); the sandbox's seccomp filter refuses AF_UNIX sockets instead."""
+    received: list[bytes] = []
+    arrived = asyncio.Event()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.read())
+        writer.close()
+        arrived.set()
+
+    path = world.outside / "agent.sock"
+    server = await asyncio.start_unix_server(accept, path)
+    script = (
+        "import socket; s = socket.socket(socket.AF_UNIX); "
+        f"s.connect({str(path)!r}); s.sendall(b'from-the-command')"
+    )
+    try:
+        result = await world.run(f"{sys.executable} -c {shlex.quote(script)}")
+        if world.refused:
+            _, writer = await asyncio.open_unix_connection(path)
+            writer.write(b"sentinel")
+            writer.close()
+            await asyncio.wait_for(arrived.wait(), 60)
+            assert received == [b"sentinel"]
+            assert result.exit_code != 0
+            assert result.sandbox_denied == "workspace-write"
+        else:
+            await asyncio.wait_for(arrived.wait(), 60)
+            assert received == [b"from-the-command"]
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from dsh_bash_sandbox import ISOLATION_FLAGS, PathKind, bwrap_argv, shell_line, signal_from_status
+from dsh_bash_sandbox import (
+    ISOLATION_FLAGS,
+    SECCOMP_FD,
+    PathKind,
+    bwrap_argv,
+    seccomp_filter,
+    shell_line,
+    signal_from_status,
+)
 from dsh_shell import SandboxPolicy, ShellValueError
 
 _EXISTING: dict[str, PathKind] = {
@@ -200,3 +208,26 @@ def test_directories_between_a_root_and_a_guarded_path_are_pinned_before_it() ->
     assert _pairs(argv, "--bind") == ["/home/u", "/home/u/a", "/home/u/a/b", "/home/u/.config"]
     assert argv.index("/home/u/.config") < argv.index("--tmpfs")
     assert argv.index("/home/u/a/b") < argv.index("/home/u/a/b/log")
+
+
+def test_the_seccomp_filter_is_built_for_known_machines_only() -> None:
+    x86 = seccomp_filter("x86_64")
+    arm = seccomp_filter("aarch64")
+    assert x86 is not None
+    assert arm is not None
+    assert (len(x86), len(arm)) == (10 * 8, 9 * 8)  # classic BPF: 8 bytes per instruction
+    assert seccomp_filter("riscv64") is None
+
+
+def test_the_seccomp_filter_is_read_on_its_descriptor() -> None:
+    argv = bwrap_argv(
+        SandboxPolicy(workspace=Path("/w")),
+        workdir=Path("/w"),
+        command="true",
+        kind=_kind,
+        realpath=lambda path: path,
+        seccomp_fd=SECCOMP_FD,
+    )
+    assert argv[13:15] == ["--seccomp", str(SECCOMP_FD)]
+    line = shell_line(argv, Path("/t/filter file.bpf"))
+    assert line.endswith(f" {SECCOMP_FD}< '/t/filter file.bpf'")

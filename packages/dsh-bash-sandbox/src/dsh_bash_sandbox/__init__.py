@@ -7,6 +7,7 @@ command line, `looks_sandbox_denied` tells a refused command's result.
 """
 
 from dsh_bash_sandbox._argv import (
+    SECCOMP_FD,
     PathKind,
     bwrap_argv,
     host_kind,
@@ -29,6 +30,7 @@ from dsh_bash_sandbox._probe import (
     clear_probe_cache,
     probe_sandbox,
 )
+from dsh_bash_sandbox._seccomp import seccomp_filter
 
 __all__ = [
     "FILE_DENIAL_SIGNATURES",
@@ -36,6 +38,7 @@ __all__ = [
     "FIX_NAMESPACES",
     "ISOLATION_FLAGS",
     "NETWORK_DENIAL_SIGNATURES",
+    "SECCOMP_FD",
     "ConfinedProcess",
     "PathKind",
     "SandboxExecutor",
@@ -46,6 +49,7 @@ __all__ = [
     "host_realpath",
     "looks_sandbox_denied",
     "probe_sandbox",
+    "seccomp_filter",
     "shell_line",
     "signal_from_status",
 ]

@@ -7,7 +7,7 @@ import shlex
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from dsh_bash_sandbox._probe import ISOLATION_FLAGS
 from dsh_shell import SandboxPolicy, ShellValueError
@@ -43,6 +43,7 @@ def bwrap_argv(
     shell: str = "/bin/bash",
     kind: Callable[[Path], PathKind] = host_kind,
     realpath: Callable[[Path], Path] = host_realpath,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
 
@@ -54,7 +55,8 @@ def bwrap_argv(
     read-only path that exists, read-only; each denied path that exists hidden (a directory
     under an empty read-only tmpfs, a file under ``/dev/null``).
     Then every namespace unshared (the network shared only when ``policy.network``), a new
-    session, death with the parent, no capabilities, ``TMPDIR`` set to ``temp_dir``.
+    session, death with the parent, no capabilities, the seccomp filter read from
+    ``seccomp_fd`` when given (see `seccomp_filter`), ``TMPDIR`` set to ``temp_dir``.
     ``kind`` and ``realpath`` default to the host's filesystem; pass others to build an argv
     without touching it. ``danger-full-access`` has no argv: it raises `ShellValueError`.
     """
@@ -65,6 +67,8 @@ def bwrap_argv(
     if policy.network:
         argv.append("--share-net")
     argv += ISOLATION_FLAGS[1:]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if policy.mode == "read-only":
         writable: tuple[Path, ...] = () if policy.temp_dir is None else (policy.temp_dir,)
     else:
@@ -117,9 +121,20 @@ def bwrap_argv(
     return argv
 
 
-def shell_line(argv: list[str]) -> str:
-    """The line an inner executor's ``bash -c`` runs: ``exec`` of ``argv`` (no extra process)."""
-    return f"exec {shlex.join(argv)}"
+SECCOMP_FD: Final = 9
+"""The descriptor `shell_line` opens the seccomp filter file on for ``bwrap --seccomp``."""
+
+
+def shell_line(argv: list[str], seccomp_file: Path | None = None) -> str:
+    """The line an inner executor's ``bash -c`` runs: ``exec`` of ``argv`` (no extra process).
+
+    With ``seccomp_file``, the line opens it on `SECCOMP_FD` for ``bwrap`` to read (build
+    ``argv`` with ``seccomp_fd=SECCOMP_FD``).
+    """
+    line = f"exec {shlex.join(argv)}"
+    if seccomp_file is not None:
+        line += f" {SECCOMP_FD}< {shlex.quote(str(seccomp_file))}"
+    return line
 
 
 def signal_from_status(exit_code: int | None) -> str | None:

@@ -12,8 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from dsh_bash_sandbox._argv import bwrap_argv, shell_line, signal_from_status
+from dsh_bash_sandbox._argv import SECCOMP_FD, bwrap_argv, shell_line, signal_from_status
 from dsh_bash_sandbox._probe import SandboxProbe, probe_sandbox
+from dsh_bash_sandbox._seccomp import seccomp_filter
 from dsh_shell import (
     ProcessRead,
     ProcessStatus,
@@ -145,6 +146,7 @@ class SandboxExecutor:
         self.temp_root = Path(temp_root).absolute() if temp_root is not None else None
         self._temp_dirs: dict[str, Path] = {}
         self._probe: SandboxProbe | None = None
+        self._seccomp: Path | None = None
 
     def probe(self) -> SandboxProbe:
         """`probe_sandbox` of this executor's ``bwrap`` (cached after the first call)."""
@@ -195,6 +197,9 @@ class SandboxExecutor:
         finally:
             temp_dirs = list(self._temp_dirs.values())
             self._temp_dirs.clear()
+            if self._seccomp is not None:
+                temp_dirs.append(self._seccomp.parent)
+                self._seccomp = None
             for path in temp_dirs:
                 await asyncio.to_thread(shutil.rmtree, path, True)
 
@@ -240,11 +245,28 @@ class SandboxExecutor:
         return path
 
     def _confined(self, spec: ShellExecSpec, policy: SandboxPolicy) -> ShellExecSpec:
+        rules = self._seccomp_file()
         argv = bwrap_argv(
             policy,
             workdir=spec.workdir,
             command=spec.command,
             bwrap=self.probe().path or self.bwrap,
             shell=self.shell,
+            seccomp_fd=SECCOMP_FD if rules is not None else None,
         )
-        return dataclasses.replace(spec, command=shell_line(argv), sandbox=None)
+        return dataclasses.replace(spec, command=shell_line(argv, rules), sandbox=None)
+
+    def _seccomp_file(self) -> Path | None:
+        """The filter file (written once, 0600 in a private 0700 directory), if any."""
+        if self._seccomp is None or not self._seccomp.is_file():
+            rules = seccomp_filter()
+            if rules is None:
+                return None
+            root = str(self.temp_root) if self.temp_root is not None else None
+            directory = Path(tempfile.mkdtemp(prefix="dsh-sandbox-seccomp-", dir=root))
+            path = directory / "filter.bpf"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(rules)
+            self._seccomp = path
+        return self._seccomp

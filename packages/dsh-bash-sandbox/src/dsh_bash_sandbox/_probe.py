@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Final
 
+from dsh_bash_sandbox._seccomp import seccomp_filter
 from dsh_shell import SandboxUnavailableError
 
 ISOLATION_FLAGS: Final[tuple[str, ...]] = (
@@ -65,7 +67,8 @@ def probe_sandbox(bwrap: str = "bwrap") -> SandboxProbe:
 
     ``bwrap`` is a program name looked up on ``PATH`` or a path. The probe mounts ``/``
     read-only, a ``/dev`` and a ``/proc``, unshares every namespace, drops every capability and
-    runs ``/bin/sh -c :``; any failure makes the sandbox unavailable (fail closed).
+    loads the seccomp filter (`seccomp_filter`) and runs ``/bin/sh -c :``; any failure makes
+    the sandbox unavailable (fail closed).
     """
     path = shutil.which(bwrap)
     key = (bwrap, path)
@@ -97,16 +100,26 @@ def _probe(bwrap: str, path: str | None) -> SandboxProbe:
             stdin=subprocess.DEVNULL,
         )
         argv = [path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += [*ISOLATION_FLAGS, "--", "/bin/sh", "-c", ":"]
-        trial = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=_PROBE_TIMEOUT,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        argv += ISOLATION_FLAGS
+        rules = seccomp_filter()
+        with tempfile.TemporaryFile() as filter_file:
+            fds: tuple[int, ...] = ()
+            if rules is not None:
+                filter_file.write(rules)
+                filter_file.flush()
+                filter_file.seek(0)
+                fds = (filter_file.fileno(),)
+                argv += ["--seccomp", str(filter_file.fileno())]
+            trial = subprocess.run(
+                [*argv, "--", "/bin/sh", "-c", ":"],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=_PROBE_TIMEOUT,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                pass_fds=fds,
+            )
     except (OSError, subprocess.SubprocessError) as error:
         cause = f"bwrap at {path} cannot be executed: {error}"
         return SandboxProbe(False, bwrap, path, None, cause, FIX_INSTALL)
