@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from pydantic import ValidationError
 
 from dsh_persistence import (
     SessionFormatUnsupportedError,
@@ -149,7 +148,7 @@ async def test_a_fractional_creation_time_is_refused_and_reserves_no_id(
     """contract.ts: "rejects a fractional creation timestamp without reserving its session id".
     Ours refuses it where the header is built (a ``SessionHeader`` is strict), so no backend
     ever sees it; the id then creates normally."""
-    with pytest.raises(ValidationError, match=r"created_at|createdAt"):
+    with pytest.raises(ValueError, match=r"created_at|createdAt"):
         SessionHeader(id="fractional-created-at", created_at=cast(int, 1.5))
     valid = _meta("fractional-created-at")
     await _write(store, valid, _one_turn_log())
