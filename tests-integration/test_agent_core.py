@@ -206,7 +206,7 @@ def rendezvous(marks: Path, me: str, other: str) -> str:
 async def test_parent_and_child_agents_get_their_own_ids_in_overlapping_bash_calls(
     home: Path, workspace: Path, tmp_path: Path, stale_ambient: None
 ) -> None:
-    marks = tmp_path / "marks"
+    marks = workspace / "marks"  # inside the workspace: the sandbox lets both sessions write
     marks.mkdir()
     parent_prompt, child_prompt = "PARENT: delegate, then meet", "CHILD: meet your parent"
     model = ByPrompt(

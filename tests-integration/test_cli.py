@@ -13,9 +13,11 @@ import asyncio
 import importlib.util
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from dataclasses import dataclass
@@ -582,6 +584,9 @@ def _ignored_signals(pid: int) -> set[int]:
     raise AssertionError(f"/proc/{pid}/status has no SigIgn line")
 
 
+FULL_ACCESS = '[sandbox]\nmode = "danger-full-access"\n'
+
+
 def _signal_run(
     dsh: Dsh,
     tmp_path: Path,
@@ -593,9 +598,10 @@ def _signal_run(
 ) -> Signalled:
     """``dsh run`` (through ``launcher``, which must exec it) against a server that answers
     ``calls``; once every pid file exists, send ``signals`` to dsh in order and wait for it to
-    exit."""
+    exit. The commands run unconfined: these cases follow host pids (a sandboxed command has
+    its own PID namespace; test_sandbox_escape.py covers that a kill leaves nothing of it)."""
     with tool_call_server.ToolCallServer(calls) as server:
-        dsh.config(_provider_config(server.base_url))
+        dsh.config(_provider_config(server.base_url) + FULL_ACCESS)
         with (tmp_path / "stdout").open("wb") as stdout, (tmp_path / "stderr").open("wb") as err:
             process = subprocess.Popen(
                 [*launcher, str(DSH), "run", "--model", "local:test-model", "Sleep for a while"],
@@ -666,7 +672,7 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
 
     records = _closed_log(dsh)
     kinds = [r["type"] for r in records[1:]]
-    assert kinds[0] == "turn/start"
+    assert kinds[:4] == ["permission/preset", "sandbox/mode", "approval/policy", "turn/start"]
     assert kinds[-2:] == ["step/end", "turn/end"]
     (call,) = [r for r in records if r["type"] == "tool/call"]
     assert call["data"]["callId"] == "call-1"
@@ -711,3 +717,155 @@ def test_under_nohup_a_hangup_is_still_ignored(dsh: Dsh, tmp_path: Path) -> None
     assert done.returncode == 143, done.stderr
     records = _closed_log(dsh)
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
+
+
+# -- the sandbox and approvals (issue 22 §2) --------------------------------------------------
+
+NO_BWRAP = '[sandbox]\nbwrap = "/nonexistent/bwrap"\n'
+
+
+def _records_of_only_session(dsh: Dsh) -> list[dict[str, Any]]:
+    (row,) = dsh.json("sessions", "list", "--json")
+    return log_records(row["session_path"])
+
+
+def _escalation(target: Path) -> dict[str, Any]:
+    return {
+        "command": f"echo escalated > {target}",
+        "description": "Write outside the workspace",
+        "sandbox_permissions": "danger-full-access",
+        "justification": "The test asks for a file outside the workspace.",
+    }
+
+
+def test_run_refuses_to_start_where_bubblewrap_cannot_run_and_names_the_fix(dsh: Dsh) -> None:
+    dsh.config(NO_BWRAP + '[providers.canned]\nkind = "scripted"\nreplies = ["Hi."]\n')
+    line = one_error_line(dsh("run", "--model", "canned:any", "hello"))
+    assert "the workspace-write sandbox cannot run here" in line
+    assert "install bubblewrap (apt-get install bubblewrap)" in line
+    assert "--sandbox danger-full-access" in line
+    assert dsh.json("sessions", "list", "--json") == []  # refused before any session existed
+    done = dsh.ok("run", "--model", "canned:any", "--sandbox", "danger-full-access", "hello")
+    assert done.stdout.decode().strip() == "Hi."
+    records = _records_of_only_session(dsh)
+    assert [r["data"] for r in records[1:4]] == [
+        {"preset": "danger-full-access"},
+        {"mode": "danger-full-access"},
+        {"policy": "never"},
+    ]
+
+
+def test_env_and_demo_say_whether_the_sandbox_runs(dsh: Dsh) -> None:
+    env_out = dsh.ok("env").stdout.decode()
+    assert "sandbox: available (" in env_out
+    assert "mode workspace-write" in env_out
+    demo = dsh.ok("demo")
+    assert "sandbox: workspace-write" in demo.stderr.decode()
+    dsh.config(NO_BWRAP)
+    env_out = dsh.ok("env").stdout.decode()
+    assert "sandbox: unavailable: " in env_out
+    assert "fix: install bubblewrap" in env_out
+    demo = dsh.ok("demo")
+    assert "sandbox unavailable (" in demo.stderr.decode()
+
+
+def test_run_without_a_terminal_denies_an_escalation_as_unavailable(
+    dsh: Dsh, tmp_path: Path
+) -> None:
+    target = tmp_path / "outside.txt"
+    with tool_call_server.ToolCallServer([_escalation(target), "Done."]) as server:
+        dsh.config(_provider_config(server.base_url))
+        dsh.ok("run", "--model", "local:test-model", "write it", env={"LOCAL_LLM_KEY": SECRET})
+    records = _records_of_only_session(dsh)
+    asked = [r["data"] for r in records if r["type"] == "approval/asked"]
+    decided = [r["data"] for r in records if r["type"] == "approval/decided"]
+    assert [a["reason"] for a in asked] == [
+        "escalate sandbox to danger-full-access: The test asks for a file outside the workspace."
+    ]
+    assert [d["outcome"] for d in decided] == ["unavailable"]
+    assert "no approval channel is available" in tool_result_text(records)
+    assert not target.exists()
+
+
+def test_run_with_approval_never_rejects_an_escalation_before_asking(
+    dsh: Dsh, tmp_path: Path
+) -> None:
+    target = tmp_path / "outside.txt"
+    with tool_call_server.ToolCallServer([_escalation(target), "Done."]) as server:
+        dsh.config(_provider_config(server.base_url))
+        dsh.ok(
+            "run",
+            "--model",
+            "local:test-model",
+            "--approval",
+            "never",
+            "write it",
+            env={"LOCAL_LLM_KEY": SECRET},
+        )
+    records = _records_of_only_session(dsh)
+    assert [r["data"]["policy"] for r in records if r["type"] == "approval/policy"] == ["never"]
+    decided = [r["data"]["outcome"] for r in records if r["type"] == "approval/decided"]
+    assert decided == ["rejected"]
+    assert not target.exists()
+
+
+def _run_in_a_terminal(
+    dsh: Dsh, args: list[str], answer: bytes, env: dict[str, str]
+) -> tuple[int, str]:
+    """``dsh`` with a pseudo-terminal as standard input: answer the approval prompt once it
+    appears on standard error; returns the exit status and standard error."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [str(DSH), *args],
+        cwd=dsh.cwd,
+        env=dsh.env(env),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    os.close(slave)
+    assert process.stderr is not None
+    stderr = bytearray()
+    prompted = threading.Event()
+
+    def read_stderr() -> None:
+        assert process.stderr is not None
+        for chunk in iter(lambda: process.stderr.read1(4096), b""):  # type: ignore[union-attr]
+            stderr.extend(chunk)
+            if b"allow once (a) or reject (r)" in stderr:
+                prompted.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:
+        assert prompted.wait(TIMEOUT), bytes(stderr).decode()
+        os.write(master, answer)
+        process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    reader.join(TIMEOUT)
+    return process.returncode, bytes(stderr).decode()
+
+
+@pytest.mark.parametrize(("answer", "outcome"), [(b"a\n", "allowed-once"), (b"r\n", "rejected")])
+def test_run_in_a_terminal_shows_the_command_and_justification_and_asks(
+    dsh: Dsh, tmp_path: Path, answer: bytes, outcome: str
+) -> None:
+    target = tmp_path / "outside.txt"
+    with tool_call_server.ToolCallServer([_escalation(target), "Done."]) as server:
+        dsh.config(_provider_config(server.base_url))
+        code, stderr = _run_in_a_terminal(
+            dsh,
+            ["run", "--model", "local:test-model", "write it"],
+            answer,
+            {"LOCAL_LLM_KEY": SECRET},
+        )
+    assert code == 0, stderr
+    assert f"command: echo escalated > {target}" in stderr
+    assert "reason: escalate sandbox to danger-full-access: The test asks for a file" in stderr
+    records = _records_of_only_session(dsh)
+    assert [r["data"]["outcome"] for r in records if r["type"] == "approval/decided"] == [outcome]
+    assert target.exists() == (outcome == "allowed-once")

@@ -6,7 +6,7 @@ real ``dsh run`` start the bash commands the test controls. Never reaches beyond
         ...  # point a provider's base_url at server.base_url
 
 The n-th request gets the n-th arguments (the last ones again once they run out), as call
-``call-<n>``.
+``call-<n>``; an entry that is a string is a plain text answer instead (ending the turn).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["ToolCallServer", "bash_call_events"]
+__all__ = ["ToolCallServer", "bash_call_events", "text_events"]
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -46,6 +46,17 @@ def bash_call_events(arguments: dict[str, Any], call_id: str) -> list[bytes]:
     return [*events, b"data: [DONE]\n\n"]
 
 
+def text_events(text: str) -> list[bytes]:
+    """The SSE events of a plain text answer."""
+    chunks = [
+        _chunk({"role": "assistant", "content": ""}),
+        _chunk({"content": text}),
+        _chunk({}, finish="stop"),
+    ]
+    events = [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks]
+    return [*events, b"data: [DONE]\n\n"]
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -67,7 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for event in bash_call_events(arguments, f"call-{number}"):
+        events = (
+            text_events(arguments)
+            if isinstance(arguments, str)
+            else bash_call_events(arguments, f"call-{number}")
+        )
+        for event in events:
             self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
@@ -75,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    calls: list[dict[str, Any]]
+    calls: list[dict[str, Any] | str]
     answered: int
     lock: threading.Lock
 
@@ -83,7 +99,7 @@ class _Server(ThreadingHTTPServer):
 class ToolCallServer:
     """The running server (a context manager); ``base_url`` is ``http://127.0.0.1:PORT/v1``."""
 
-    def __init__(self, calls: list[dict[str, Any]]) -> None:
+    def __init__(self, calls: list[dict[str, Any] | str]) -> None:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.calls = list(calls)
         self._server.answered = 0

@@ -11,8 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from dsh_agent import ApprovalPolicy
 from dsh_agent_core._errors import ConfigError
 from dsh_paths import DshHomeError, resolve_dsh_home
+from dsh_shell import SANDBOX_MODES, SandboxMode
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -23,6 +25,7 @@ __all__ = [
     "PersistenceConfig",
     "PresetConfig",
     "ProviderConfig",
+    "SandboxConfig",
     "SkillsConfig",
     "load_config",
     "parse_route",
@@ -137,6 +140,35 @@ class BashConfig(BaseModel):
     background: bool = True
 
 
+class SandboxConfig(BaseModel):
+    """Where model commands may write and whether the user is asked before widening that.
+
+    ``mode`` (``read-only``, ``workspace-write``, ``danger-full-access``; default:
+    ``$DSH_PERMISSION_MODE``, else ``workspace-write``) and ``approval`` (``ask`` or
+    ``never``; default: ``never`` under ``danger-full-access``, else ``ask``) are pinned into
+    each new session; a resumed session keeps its own. ``writable_roots`` are extra writable
+    directories, ``deny_read`` the paths no confined command may read (default: the usual
+    credential folders), ``network`` lets confined commands use the network, ``bwrap`` names
+    the bubblewrap executable.
+    """
+
+    model_config = _STRICT
+
+    mode: SandboxMode = "workspace-write"
+    approval: ApprovalPolicy | None = None
+    writable_roots: list[str] = Field(default_factory=list)
+    deny_read: list[str] | None = None
+    network: bool = False
+    bwrap: str = Field(default="bwrap", min_length=1)
+
+    @property
+    def approval_policy(self) -> ApprovalPolicy:
+        """The approval policy new sessions get (``approval``, else by ``mode``)."""
+        if self.approval is not None:
+            return self.approval
+        return "never" if self.mode == "danger-full-access" else "ask"
+
+
 class Config(BaseModel):
     """The resolved configuration (see the package README for the file format)."""
 
@@ -154,6 +186,7 @@ class Config(BaseModel):
     presets: dict[str, PresetConfig] = Field(default_factory=dict)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     bash: BashConfig = Field(default_factory=BashConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     profile: str | None = None
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
@@ -210,6 +243,7 @@ class Config(BaseModel):
                 None if variable is None else ("***" if environ.get(variable) else "(not set)")
             )
         data["providers"] = providers
+        data["sandbox"]["approval"] = self.sandbox.approval_policy
         return data
 
 
@@ -260,7 +294,8 @@ def load_config(
     The file is ``path``, else ``$DSH_CONFIG``, else ``<home>/config.toml`` (home: ``dsh_home``,
     else ``$DSH_HOME``, else ``~/.dsh``); a missing file means the defaults. ``profile`` (else
     ``$DSH_PROFILE``) merges ``[profiles.NAME]`` over the top level; ``$DSH_MODEL`` then
-    overrides ``model``; ``overrides`` (for example from command-line options) come last.
+    overrides ``model`` and ``$DSH_PERMISSION_MODE`` ``sandbox.mode``; ``overrides`` (for
+    example from command-line options) come last.
     Raises :class:`ConfigError` naming the file and key for anything invalid, and for a profile
     the file does not define.
     """
@@ -286,6 +321,14 @@ def load_config(
     if environ.get("DSH_MODEL"):
         parse_route(environ["DSH_MODEL"], where="$DSH_MODEL")  # name the variable, not the file
         data["model"] = environ["DSH_MODEL"]
+    mode = environ.get("DSH_PERMISSION_MODE")
+    if mode:
+        if mode not in SANDBOX_MODES:
+            raise ConfigError(
+                "$DSH_PERMISSION_MODE", f"{mode!r} is not one of {', '.join(SANDBOX_MODES)}"
+            )
+        sandbox = data.get("sandbox")
+        data["sandbox"] = {**(sandbox if isinstance(sandbox, dict) else {}), "mode": mode}
     if overrides:
         data = _merge(data, overrides)
     # the home is resolved once, here: a home the file names wins over the one that found it

@@ -14,21 +14,24 @@ from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._config import Config, parse_route
 from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
 from dsh_agent_core._models import provider_models
+from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
 from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow, iso_time
 from dsh_agent_core._titles import FallbackTitles, title_of_events
 from dsh_agent_loop import AgentLoop, LoopAgent
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
+from dsh_bash_sandbox import SandboxExecutor, SandboxProbe
 from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
+from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
-from dsh_tools import ToolDefinition, ToolRegistry
+from dsh_tools import ToolDefinition, ToolExecution, ToolRegistry
 
-__all__ = ["Harness", "build_persistence", "compose"]
+__all__ = ["Harness", "build_persistence", "compose", "sandbox_policy"]
 
 JOBS_PLUGIN = "tool-jobs"
 """The plugin name on a background job's finish notice."""
@@ -46,6 +49,28 @@ def build_persistence(config: Config) -> SessionPersistence:
         )
     return JsonlPersistence(
         dumped["root"], compression=settings.compression, pack_chunks=settings.pack_chunks
+    )
+
+
+def sandbox_policy(config: Config) -> SandboxPolicy:
+    """The default sandbox policy of ``config``: its mode, the DSH home readable and never
+    writable, the configured writable roots and network, the deny-read list (default: the
+    usual credential folders). Each call's workspace is the calling session's cwd."""
+    settings = config.sandbox
+    home = config.home()
+    denied = (
+        default_denied_paths()
+        if settings.deny_read is None
+        else tuple(Path(os.path.expanduser(entry)).absolute() for entry in settings.deny_read)
+    )
+    return SandboxPolicy(
+        mode=settings.mode,
+        writable_roots=tuple(
+            Path(os.path.expanduser(r)).absolute() for r in settings.writable_roots
+        ),
+        read_only_paths=(home,),
+        denied_paths=denied,
+        network=settings.network,
     )
 
 
@@ -80,8 +105,13 @@ class Harness:
         self.home = home
         self.persistence = build_persistence(config)
         self.shell_env = ShellEnvRegistry(dsh_home=home)
-        self.executor = LocalBashExecutor(
-            LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
+        self.policy = sandbox_policy(config)
+        self.executor = SandboxExecutor(
+            LocalBashExecutor(
+                LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
+            ),
+            policy=self.policy,
+            bwrap=config.sandbox.bwrap,
         )
         self.jobs = JobRegistry()
         self._env: Mapping[str, str] = os.environ if env is None else env
@@ -96,7 +126,12 @@ class Harness:
             self.skills = None
         self.extensions.request.add(FallbackTitles())
         bash = BashTool(
-            self.executor, self.shell_env, enable_background=config.bash.background, jobs=self.jobs
+            self.executor,
+            self.shell_env,
+            enable_background=config.bash.background,
+            jobs=self.jobs,
+            sandbox=self.policy,
+            sandbox_mode=self._session_sandbox_mode,
         )
         self._tools: list[ToolDefinition[Any]] = [bash]
         if config.bash.background:
@@ -131,9 +166,33 @@ class Harness:
                 persistence=self.persistence,
                 extensions=self.extensions,
                 max_steps_per_turn=self.config.max_steps_per_turn,
+                approval_policy=self.config.sandbox.approval_policy,
             )
             self._loops[preset] = loop
         return loop
+
+    def sandbox_probe(self) -> SandboxProbe:
+        """Whether confined commands can run on this host (bubblewrap), and if not why."""
+        return self.executor.probe()
+
+    def check_sandbox(self, mode: SandboxMode | None = None) -> None:
+        """Raise :class:`DshError` with the fix in one line when ``mode`` (default: the
+        config's) confines commands and bubblewrap cannot run here, before any session
+        exists: a confined command never runs unconfined."""
+        mode = mode or self.config.sandbox.mode
+        if mode == "danger-full-access":
+            return
+        probe = self.sandbox_probe()
+        if not probe.available:
+            raise DshError(
+                f"the {mode} sandbox cannot run here: {probe.cause}; install bubblewrap "
+                "(apt-get install bubblewrap) or pass --sandbox danger-full-access"
+            )
+
+    def _session_sandbox_mode(self, execution: ToolExecution) -> SandboxMode | None:
+        """The calling session's logged sandbox mode (its own knob beats the config's)."""
+        agent = self.get(execution.session_id) if execution.session_id is not None else None
+        return logged_sandbox_mode(agent.session) if agent is not None else None
 
     def options(self, route: str | None, *, reasoning_effort: str | None = None) -> AgentOptions:
         """Agent options for ``route`` (``provider:model``; default: the config's ``model``)."""
@@ -224,6 +283,13 @@ class Harness:
             delegation_depth=depth,
             agent_preset=preset,
         )
+        if parent is not None:  # a child runs in its parent's mode and never asks (§4.2)
+            mode = logged_sandbox_mode(parent.session) or self.config.sandbox.mode
+            pin_permissions(agent.session, mode, "never", delegated=True)
+        else:
+            pin_permissions(
+                agent.session, self.config.sandbox.mode, self.config.sandbox.approval_policy
+            )
         await self._store_at_once(agent)
         if prompt is not None:
             agent.followup(prompt)
@@ -375,6 +441,10 @@ class Harness:
             return_exceptions=True,
         )
         failures += [r for r in results if isinstance(r, BaseException)]
+        try:  # after the jobs: their processes are gone before the temp dirs are removed
+            await self.executor.aclose()
+        except Exception as error:
+            failures.append(error)
         try:
             await self.persistence.aclose()
         except Exception as error:

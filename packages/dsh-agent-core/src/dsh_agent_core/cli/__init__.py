@@ -15,11 +15,15 @@ from rich.table import Table
 
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
 from dsh_agent_core._harness import Harness, compose
+from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
+from dsh_agent_core.cli._approval import terminal_answerer
 from dsh_agent_core.cli._common import State, async_command, err, out
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._transcript import LivePrinter
+from dsh_bash_sandbox import probe_sandbox
+from dsh_shell import SANDBOX_MODES
 
 __all__ = ["main"]
 
@@ -84,6 +88,17 @@ async def _run_turn(harness: Harness, agent: Any, prompt: str) -> Any:
 @click.option("--resume", "resume_id", help="Continue this session instead of a new one.")
 @click.option("--preset", help="A preset of the config (system prompt, tools, model).")
 @click.option("--cwd", help="The session's working directory (default: here).")
+@click.option(
+    "--sandbox",
+    "sandbox_mode",
+    type=click.Choice(SANDBOX_MODES),
+    help="Where commands may write (default: the config's, else workspace-write).",
+)
+@click.option(
+    "--approval",
+    type=click.Choice(["ask", "never"]),
+    help="Ask before widening the sandbox, or never (default: ask; never under full access).",
+)
 @click.pass_obj
 @async_command
 async def run(
@@ -93,18 +108,41 @@ async def run(
     resume_id: str | None,
     preset: str | None,
     cwd: str | None,
+    sandbox_mode: str | None,
+    approval: str | None,
 ) -> None:
-    """Run one turn of an agent on PROMPT, streaming the answer and its tool calls."""
-    async with shutdown_on_signals(compose(state.config())) as harness:
+    """Run one turn of an agent on PROMPT, streaming the answer and its tool calls.
+
+    Commands run confined by bubblewrap unless the sandbox is danger-full-access; where it
+    cannot run, dsh refuses to start. In a terminal, a command that asks for a wider sandbox
+    shows an approval prompt; without one, such a request is denied (fail closed)."""
+    sandbox: dict[str, Any] = {}
+    if sandbox_mode is not None:
+        sandbox["mode"] = sandbox_mode
+    if approval is not None:
+        sandbox["approval"] = approval
+    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
+    async with shutdown_on_signals(compose(config)) as harness:
         if resume_id is not None:
             if model is not None:
                 harness.check_route(model)
             agent = await harness.resume(resume_id, model=model)
+            if sandbox:  # the session keeps its own knobs unless this run changes them
+                pin_permissions(agent.session, config.sandbox.mode, config.sandbox.approval_policy)
         else:
             harness.loop(preset)  # an unknown preset is the error to report, before any route
             settings = harness.config.presets.get(preset) if preset is not None else None
             harness.check_route(model or (settings.model if settings is not None else None))
+        mode = (
+            logged_sandbox_mode(agent.session) or config.sandbox.mode
+            if resume_id is not None
+            else config.sandbox.mode
+        )
+        harness.check_sandbox(mode)
+        if resume_id is None:
             agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
+        if sys.stdin.isatty():
+            harness.extensions.approval.add(terminal_answerer(err))
         reason = await _run_turn(harness, agent, prompt)
         row = await harness.status_of(agent.id)
     err.print(f"session {row.session_id}", markup=False)
@@ -122,10 +160,21 @@ async def demo(state: State, as_json: bool) -> None:
     """A keyless demo: a scripted model drives the real loop, real bash and real persistence
     under the configured home; prints the session's status row and log path."""
     config = state.config()
+    unavailable = None
+    if config.sandbox.mode != "danger-full-access":
+        probe = probe_sandbox(config.sandbox.bwrap)
+        if not probe.available:  # the demo still shows the loop where bubblewrap cannot run
+            unavailable = probe.cause
+            config = state.config(sandbox={"mode": "danger-full-access"})
     async with shutdown_on_signals(compose(config, models={"scripted": demo_model()})) as harness:
         agent = await harness.create(model="scripted:demo", cwd=os.getcwd())
+        if unavailable is not None:
+            err.print(
+                f"sandbox unavailable ({unavailable}): the demo runs without it", markup=False
+            )
         if not as_json:
             err.print(f"[bold]dsh demo[/bold] · session {agent.id}")
+            err.print(f"sandbox: {config.sandbox.mode}", markup=False)
             out.print(f"> {DEMO_PROMPT}", markup=False)
         printer = LivePrinter(out if not as_json else err, err)
         subscription = agent.session.subscribe(printer)
@@ -192,9 +241,11 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
 @async_command
 async def env_command(state: State, as_json: bool) -> None:
     """List the managed DSH_* variables a bash child gets (the shell_env declarations)."""
-    async with compose(state.config()) as harness:
+    config = state.config()
+    async with compose(config) as harness:
         rows = harness.shell_env.list()
         home = harness.home
+        probe = harness.sandbox_probe()
     if as_json:
         out.print_json(
             json.dumps(
@@ -212,6 +263,11 @@ async def env_command(state: State, as_json: bool) -> None:
         table.add_row(row.key, row.contributor, row.description)
     out.print(table)
     out.print(f"DSH_HOME here: {home}", markup=False)
+    if probe.available:
+        sandbox = f"available ({probe.path}, {probe.version}); mode {config.sandbox.mode}"
+    else:
+        sandbox = f"unavailable: {probe.cause}; fix: {probe.fix}"
+    out.print(f"sandbox: {sandbox}", markup=False)
 
 
 cli.add_command(sessions)
