@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -269,3 +270,17 @@ def test_looks_sandbox_denied(code: int | None, stderr: str, network: bool, expe
 def test_a_timed_out_result_is_not_a_denial() -> None:
     result = _result(1, "Permission denied", timed_out=True)
     assert not looks_sandbox_denied(result, SandboxPolicy())
+
+
+async def test_an_executor_never_closed_still_removes_its_directories_when_collected(
+    inner: FakeInner, workspace: Path, tmp_path: Path
+) -> None:
+    executor = SandboxExecutor(inner, temp_root=tmp_path / "root")
+    (tmp_path / "root").mkdir()
+    result = await executor.run(executor.resolve(ShellExecRequest("echo hi", workdir=workspace)))
+    assert result.stdout.text == "hi\n"
+    created = sorted((tmp_path / "root").iterdir())
+    assert len(created) == 2  # the session's TMPDIR and the seccomp filter's directory
+    del executor
+    gc.collect()
+    assert list((tmp_path / "root").iterdir()) == []

@@ -8,6 +8,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -42,6 +43,12 @@ NETWORK_DENIAL_SIGNATURES: Final[tuple[str, ...]] = (
     "Name or service not known",
 )
 """Output that, with a nonzero exit and the network off, looks like the sandbox refused it."""
+
+
+def _remove_all(paths: set[Path]) -> None:
+    for path in list(paths):
+        shutil.rmtree(path, ignore_errors=True)
+    paths.clear()
 
 
 def looks_sandbox_denied(result: ShellRunResult, policy: SandboxPolicy) -> bool:
@@ -119,8 +126,9 @@ class SandboxExecutor:
     when it fails, ``run`` and ``start`` raise `SandboxUnavailableError` naming the cause and
     the fix, and nothing runs. Each session (``DSH_SESSION_ID`` in ``dsh_env``, else the
     workspace) gets a private 0700 ``$TMPDIR`` under ``temp_root`` (default: the system temp
-    directory), writable in both confined modes and removed by `aclose`, which also closes
-    ``inner`` (the sandbox owns it). A foreground result whose failure looks like a refusal
+    directory), writable in both confined modes and removed by `aclose` (which also closes
+    ``inner``: the sandbox owns it), else when the executor is collected or the interpreter
+    exits. A foreground result whose failure looks like a refusal
     carries ``sandbox_denied`` (`looks_sandbox_denied`).
     """
 
@@ -145,6 +153,10 @@ class SandboxExecutor:
         self.shell = shell
         self.temp_root = Path(temp_root).absolute() if temp_root is not None else None
         self._temp_dirs: dict[str, Path] = {}
+        # Directories this executor created (temp dirs, the seccomp file's); removed by
+        # aclose(), else when the executor is collected or the interpreter exits.
+        self._owned: set[Path] = set()
+        self._finalizer = weakref.finalize(self, _remove_all, self._owned)
         self._probe: SandboxProbe | None = None
         self._seccomp: Path | None = None
 
@@ -195,13 +207,11 @@ class SandboxExecutor:
             if close is not None:
                 await close()
         finally:
-            temp_dirs = list(self._temp_dirs.values())
             self._temp_dirs.clear()
-            if self._seccomp is not None:
-                temp_dirs.append(self._seccomp.parent)
-                self._seccomp = None
-            for path in temp_dirs:
-                await asyncio.to_thread(shutil.rmtree, path, True)
+            self._seccomp = None
+            owned = list(self._owned)
+            self._owned.clear()
+            await asyncio.to_thread(_remove_all, set(owned))
 
     async def __aenter__(self) -> SandboxExecutor:
         return self
@@ -242,6 +252,7 @@ class SandboxExecutor:
             root = str(self.temp_root) if self.temp_root is not None else None
             path = Path(tempfile.mkdtemp(prefix=f"dsh-sandbox-{digest}-", dir=root))
             self._temp_dirs[key] = path
+            self._owned.add(path)
         return path
 
     def _confined(self, spec: ShellExecSpec, policy: SandboxPolicy) -> ShellExecSpec:
@@ -264,6 +275,7 @@ class SandboxExecutor:
                 return None
             root = str(self.temp_root) if self.temp_root is not None else None
             directory = Path(tempfile.mkdtemp(prefix="dsh-sandbox-seccomp-", dir=root))
+            self._owned.add(directory)
             path = directory / "filter.bpf"
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as out:
