@@ -3,16 +3,13 @@
 Runs as its own session: ``nox -s "contract(bash-sandbox)"`` (the ``integration`` session leaves
 this file to it).
 
-Seven clauses cannot hold as written under a PID namespace, for one reason: the command records
-its own pids (``echo $$ > shell``, ``echo $! > child``) and the clause then looks those numbers
-up in **this host's** ``/proc`` (and SIGKILLs them at cleanup if they are alive). Inside the
-sandbox ``$$`` and ``$!`` are pids of the sandbox's namespace (the shell is pid 2), which on the
-host name other processes — kernel threads on a VM, anything in a container — so the clause
-would wait on (and signal) processes that are not the command's. They are marked
-``xfail(run=False)`` with that reason, never run, and ``test_pid_namespace_*`` below checks the
-same facts through the namespace: after the timeout, the cancellation or the kill, no process
-is left in the command's PID namespace at all, which is stronger than the clauses (it includes
-the setsid double fork the local executor cannot find).
+The fixture declares every capability but ``host_pids``: inside the sandbox ``$$`` and ``$!``
+are pids of the command's own PID namespace (the shell is pid 2), which on the host name other
+processes, so the seven clauses that follow a command's family by pid in this host's ``/proc``
+are skipped by the suite with that reason. ``test_pid_namespace_*`` below checks the same facts
+through the namespace: after the timeout, the cancellation or the kill, no process is left in
+the command's PID namespace at all, which is stronger than the clauses (it includes the setsid
+double fork the local executor cannot find).
 """
 
 from __future__ import annotations
@@ -30,14 +27,9 @@ import pytest
 
 from dsh_bash_sandbox import SandboxExecutor
 from dsh_shell import ShellExecRequest
-from dsh_shell.testing import CAPABILITIES, ExecutorContract, ExecutorFixture
+from dsh_shell.testing import CAPABILITIES, HOST_PIDS, ExecutorContract, ExecutorFixture
 
 SPILL_CAP = 4 * 1024 * 1024
-_PID_REASON = (
-    "the command records its pids as seen inside its PID namespace and the clause looks them "
-    "up (and SIGKILLs them) in the host's /proc, where they are other processes; the same fact "
-    "is checked through the namespace by test_pid_namespace_* in this file"
-)
 
 
 def _load_factories() -> ModuleType:
@@ -61,50 +53,23 @@ def _args(tmp_path: Path) -> dict[str, Any]:
 
 
 class TestSandboxExecutorWorkspaceWrite(ExecutorContract):
-    """Every capability, the default policy (workspace-write, network off), a short grace."""
+    """Every capability but ``host_pids``, the default policy (workspace-write, network off),
+    a short grace."""
 
     @pytest.fixture
     def executor_fixture(self, tmp_path: Path) -> ExecutorFixture:
         factories = _load_factories()
         args = _args(tmp_path)
         return ExecutorFixture(
-            capabilities=CAPABILITIES,
+            capabilities=CAPABILITIES - {HOST_PIDS},
             make=lambda: factories.make_sandbox(args),
             spill_cap_bytes=SPILL_CAP,
             child_factory=f"{factories.FACTORIES}:make_sandbox",
             child_args=args,
         )
 
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_timeout_kills_the_whole_process_group(self) -> None:
-        raise AssertionError("not run")
 
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_cancellation_kills_the_group_and_reports_aborted(self) -> None:
-        raise AssertionError("not run")
-
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_timeout_kills_descendants_that_left_the_group(self) -> None:
-        raise AssertionError("not run")
-
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_cancellation_kills_descendants_that_left_the_group(self) -> None:
-        raise AssertionError("not run")
-
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_exited_shell_does_not_wait_for_a_grandchild_holding_the_pipe(self) -> None:
-        raise AssertionError("not run")
-
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_escaped_grandchild_does_not_hang_a_timed_out_run(self) -> None:
-        raise AssertionError("not run")
-
-    @pytest.mark.xfail(reason=_PID_REASON, run=False)
-    def test_background_kill_terminates_the_group(self) -> None:
-        raise AssertionError("not run")
-
-
-# The same facts as the seven clauses above, observed through the PID namespace.
+# The same facts as the seven host_pids clauses, observed through the PID namespace.
 
 _FAMILY = (
     "readlink /proc/self/ns/pid > ns; "

@@ -111,5 +111,6 @@ class LeakyExecutor:
 
 @pytest.fixture
 def leaky_fixture() -> Callable[[], ExecutorFixture]:
-    """A factory of fixtures for the leaky executor (it claims local processes only)."""
-    return lambda: ExecutorFixture(capabilities=frozenset({"local_processes"}), make=LeakyExecutor)
+    """A factory of fixtures for the leaky executor (it claims local processes, host pids)."""
+    claims = frozenset({"local_processes", "host_pids"})
+    return lambda: ExecutorFixture(capabilities=claims, make=LeakyExecutor)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dsh_shell._executor import ShellProcess
 from dsh_shell._request import ShellExecRequest
 from dsh_shell.testing._context import ClauseContext, expect, read_pids
-from dsh_shell.testing._fixture import BACKGROUND, LOCAL_PROCESSES
+from dsh_shell.testing._fixture import BACKGROUND, HOST_PIDS, LOCAL_PROCESSES
 from dsh_shell.testing._registry import ClauseGroup
 
 group = ClauseGroup()
@@ -104,7 +104,7 @@ async def background_spawn_failure_settles_killed(ctx: ClauseContext) -> None:
     expect("spawn failed" in delta, f"the output does not report the spawn failure: {delta!r}")
 
 
-@clause(BACKGROUND, LOCAL_PROCESSES)
+@clause(BACKGROUND, LOCAL_PROCESSES, HOST_PIDS)
 async def background_kill_terminates_the_group(ctx: ClauseContext) -> None:
     """kill() terminates every process of the group, even one that ignores SIGTERM."""
     command = "(trap '' TERM; exec sleep 600) & echo $! > stubborn; echo $$ > shell; wait"

@@ -18,7 +18,7 @@ from dsh_shell.testing._context import (
     read_pids,
     real_path,
 )
-from dsh_shell.testing._fixture import LOCAL_PROCESSES
+from dsh_shell.testing._fixture import HOST_PIDS, LOCAL_PROCESSES
 from dsh_shell.testing._registry import ClauseGroup
 
 group = ClauseGroup()
@@ -208,7 +208,7 @@ async def timeout_reports_timed_out_not_aborted(ctx: ClauseContext) -> None:
     expect(result.exit_code != 0, "a killed command reported exit code 0")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def timeout_kills_the_whole_process_group(ctx: ClauseContext) -> None:
     """On timeout every process of the group dies, even a grandchild that ignores SIGTERM."""
     result = await ctx.run(_FAMILY, timeout=2)
@@ -219,7 +219,7 @@ async def timeout_kills_the_whole_process_group(ctx: ClauseContext) -> None:
     await ctx.all_dead(pids, "the death of every process of the timed-out group")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def cancellation_kills_the_group_and_reports_aborted(ctx: ClauseContext) -> None:
     """Cancelling the awaiting task kills the whole group and returns an aborted result."""
     task = asyncio.ensure_future(ctx.run(_FAMILY, timeout=600))
@@ -246,7 +246,7 @@ async def cancellation_kills_the_group_and_reports_aborted(ctx: ClauseContext) -
     await ctx.all_dead(pids, "the death of every process of the cancelled group")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def timeout_kills_descendants_that_left_the_group(ctx: ClauseContext) -> None:
     """On timeout descendants in their own group or session die too (set -m, setsid, orphans).
 
@@ -263,7 +263,7 @@ async def timeout_kills_descendants_that_left_the_group(ctx: ClauseContext) -> N
     await ctx.all_dead(pids, "the death of every descendant of the timed-out command")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def cancellation_kills_descendants_that_left_the_group(ctx: ClauseContext) -> None:
     """Cancelling the awaiting task kills descendants in their own group or session too."""
     task = asyncio.ensure_future(ctx.run(_ESCAPEES, timeout=600))
@@ -326,7 +326,7 @@ async def cancelled_task_starts_nothing(ctx: ClauseContext) -> None:
     expect(not marker.exists(), "run() in a cancelled task started the command")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def exited_shell_does_not_wait_for_a_grandchild_holding_the_pipe(
     ctx: ClauseContext,
 ) -> None:
@@ -347,7 +347,7 @@ async def exited_shell_does_not_wait_for_a_grandchild_holding_the_pipe(
     expect(got == (0, False, "started\n"), f"result {got}")
 
 
-@clause(LOCAL_PROCESSES)
+@clause(LOCAL_PROCESSES, HOST_PIDS)
 async def escaped_grandchild_does_not_hang_a_timed_out_run(ctx: ClauseContext) -> None:
     """A grandchild in its own session holding stdout does not hold a timed-out run()."""
     command = "setsid sleep 600 & echo $! > escaped; sleep 600"

@@ -22,7 +22,13 @@ CHILD_PROCESS: Final = "child_process"
 """``child_factory`` rebuilds the executor in a child Python process (clauses about what a
 command inherits from the process running the executor, such as its stdin)."""
 
-CAPABILITIES: Final = frozenset({LOCAL_PROCESSES, BACKGROUND, SPILL, CHILD_PROCESS})
+HOST_PIDS: Final = "host_pids"
+"""A command's ``$$`` and ``$!`` are pids of this process's PID namespace, so the suite can
+look them up in ``/proc`` and signal them (the clauses that follow a command's process family by
+pid). An executor that runs each command in its own PID namespace does not declare it; it must
+show the same cleanup through its namespace in its own tests (nothing of the command is left)."""
+
+CAPABILITIES: Final = frozenset({LOCAL_PROCESSES, BACKGROUND, SPILL, CHILD_PROCESS, HOST_PIDS})
 """Every capability a clause may require."""
 
 
