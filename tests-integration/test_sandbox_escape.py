@@ -171,8 +171,9 @@ async def test_connect_to_a_loopback_listener_the_test_started(world: World) -> 
 async def test_read_a_denied_path(world: World) -> None:
     result = await world.run(
         f"cat {world.user_home}/.ssh/id_ed25519; cat {world.user_home}/.netrc; ls -A "
-        f"{world.user_home}/.ssh"
+        f"{world.user_home}/.ssh; echo ran-inside"
     )
+    assert "ran-inside" in result.stdout.text  # the command ran: its reads were refused
     if world.refused:
         assert _SECRET not in result.stdout.text
         assert "id_ed25519" not in result.stdout.text
@@ -188,7 +189,10 @@ async def test_signal_the_parent_process(world: World) -> None:
     loop.add_signal_handler(signal.SIGUSR1, signalled.set)
     loop.add_signal_handler(signal.SIGUSR2, sentinel.set)
     try:
-        result = await world.run(f"kill -USR1 {os.getpid()}")
+        result = await world.run(
+            f"kill -USR1 {os.getpid()}; status=$?; echo ran-inside; exit $status"
+        )
+        assert "ran-inside" in result.stdout.text  # the command ran: its kill was refused
         if world.refused:
             # The command's signal, had it been sent, was delivered before its run() returned;
             # a later sentinel signal is handled after it.
@@ -283,7 +287,7 @@ async def test_a_setsid_double_forked_grandchild_after_a_timeout(world: World) -
     """
     token = f"dsh-escape-{uuid.uuid4().hex}"
     command = f"(setsid bash -c 'exec -a {token} sleep 600' &); sleep 600"
-    task = asyncio.ensure_future(world.run(command, limit=3))
+    task = asyncio.ensure_future(world.run(command, limit=10))  # room to start on a busy host
     try:
         await _eventually(lambda: bool(_processes_with(token)), "the grandchild running")
         result = await task
@@ -393,3 +397,48 @@ async def test_connect_to_a_host_unix_socket(world: World) -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+def _io_uring_enabled() -> bool:
+    """Whether this kernel lets an unconfined process create an io_uring at all."""
+    try:
+        return Path("/proc/sys/kernel/io_uring_disabled").read_text().strip() == "0"
+    except OSError:
+        return True  # older kernels have no switch: io_uring is on
+
+
+@MODES
+async def test_open_an_io_uring_which_could_connect_sockets_without_socket(world: World) -> None:
+    """io_uring can open and connect an AF_UNIX socket (IORING_OP_SOCKET/CONNECT) without the
+    socket syscall the filter watches, so confined commands get EPERM from io_uring_setup."""
+    script = (
+        "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+        "params = ctypes.create_string_buffer(120); "
+        "fd = libc.syscall(425, 8, params); "
+        "print('ran-inside', fd, ctypes.get_errno())"
+    )
+    result = await world.run(f"{sys.executable} -c {shlex.quote(script)}")
+    words = result.stdout.text.split()
+    assert words[0] == "ran-inside", result.stderr.text
+    fd, errno_value = int(words[1]), int(words[2])
+    if world.refused:
+        assert (fd, errno_value) == (-1, 1)  # EPERM from the filter
+    elif _io_uring_enabled():
+        assert fd >= 0  # unconfined, the kernel hands out a ring
+    else:
+        assert errno_value != 0  # the host itself refuses io_uring: nothing to compare
+
+
+@MODES
+async def test_write_a_nested_repositorys_git_config(world: World) -> None:
+    """A nested repository's ``.git`` (below the workspace) is protected like the top one: a
+    planted hook there would run unconfined the next time the user runs git in it."""
+    nested = world.workspace / "vendor" / "lib" / ".git"
+    nested.mkdir(parents=True)
+    (nested / "config").write_text("[core]\n")
+    result = await world.run("echo '[core] fsmonitor = evil' >> vendor/lib/.git/config")
+    if world.refused:
+        assert (nested / "config").read_text() == "[core]\n"
+        assert "Read-only file system" in result.stderr.text
+    else:
+        assert "fsmonitor" in (nested / "config").read_text()

@@ -12,6 +12,7 @@ from dsh_bash_sandbox import (
     SECCOMP_FD,
     PathKind,
     bwrap_argv,
+    find_nested_protected,
     seccomp_filter,
     shell_line,
     signal_from_status,
@@ -215,7 +216,7 @@ def test_the_seccomp_filter_is_built_for_known_machines_only() -> None:
     arm = seccomp_filter("aarch64")
     assert x86 is not None
     assert arm is not None
-    assert (len(x86), len(arm)) == (10 * 8, 9 * 8)  # classic BPF: 8 bytes per instruction
+    assert (len(x86), len(arm)) == (14 * 8, 13 * 8)  # classic BPF: 8 bytes per instruction
     assert seccomp_filter("riscv64") is None
 
 
@@ -231,3 +232,20 @@ def test_the_seccomp_filter_is_read_on_its_descriptor() -> None:
     assert argv[13:15] == ["--seccomp", str(SECCOMP_FD)]
     line = shell_line(argv, Path("/t/filter file.bpf"))
     assert line.endswith(f" {SECCOMP_FD}< '/t/filter file.bpf'")
+
+
+def test_nested_protected_names_are_found_within_the_bounds(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # directly in the root: the caller guards it already
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / ".dsh").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c" / "d" / ".git").mkdir(parents=True)  # below the depth bound
+    (tmp_path / "sub" / ".git" / "modules" / ".git").mkdir(parents=True)  # inside one: not walked
+    (tmp_path / "link").symlink_to(tmp_path / "sub")  # never followed
+    found = find_nested_protected(tmp_path, (".git", ".dsh"))
+    assert sorted(found) == [tmp_path / "a" / "b" / "c" / ".dsh", tmp_path / "sub" / ".git"]
+
+
+def test_a_nested_git_below_the_workspace_is_mounted_read_only(tmp_path: Path) -> None:
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    argv = bwrap_argv(SandboxPolicy(workspace=tmp_path), workdir=tmp_path, command="true")
+    assert str(tmp_path / "sub" / ".git") in _pairs(argv, "--ro-bind")

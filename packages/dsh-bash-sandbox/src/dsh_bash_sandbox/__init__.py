@@ -7,9 +7,12 @@ command line, `looks_sandbox_denied` tells a refused command's result.
 """
 
 from dsh_bash_sandbox._argv import (
+    NESTED_BUDGET,
+    NESTED_DEPTH,
     SECCOMP_FD,
     PathKind,
     bwrap_argv,
+    find_nested_protected,
     host_kind,
     host_realpath,
     shell_line,
@@ -37,6 +40,8 @@ __all__ = [
     "FIX_INSTALL",
     "FIX_NAMESPACES",
     "ISOLATION_FLAGS",
+    "NESTED_BUDGET",
+    "NESTED_DEPTH",
     "NETWORK_DENIAL_SIGNATURES",
     "SECCOMP_FD",
     "ConfinedProcess",
@@ -45,6 +50,7 @@ __all__ = [
     "SandboxProbe",
     "bwrap_argv",
     "clear_probe_cache",
+    "find_nested_protected",
     "host_kind",
     "host_realpath",
     "looks_sandbox_denied",

@@ -34,6 +34,37 @@ def host_realpath(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+NESTED_DEPTH: Final = 4
+"""How many directory levels below a writable root are searched for nested protected names."""
+
+NESTED_BUDGET: Final = 4096
+"""How many directories one search visits at most (a huge tree is not walked on every call)."""
+
+
+def find_nested_protected(root: Path, names: tuple[str, ...]) -> list[Path]:
+    """Protected names (a nested repository's ``.git``) below ``root``, up to `NESTED_DEPTH`
+    levels down and `NESTED_BUDGET` directories, never following a symlink; the names directly
+    in ``root`` are not included (the caller guards those already)."""
+    found: list[Path] = []
+    queue: list[tuple[str, int]] = [(str(root), 0)]
+    visited = 0
+    while queue and visited < NESTED_BUDGET:
+        directory, depth = queue.pop(0)
+        visited += 1
+        try:
+            with os.scandir(directory) as entries:
+                children = [e for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in children:
+            if entry.name in names:
+                if depth > 0:
+                    found.append(Path(entry.path))
+            elif depth + 1 < NESTED_DEPTH:
+                queue.append((entry.path, depth + 1))
+    return found
+
+
 def bwrap_argv(
     policy: SandboxPolicy,
     *,
@@ -44,6 +75,7 @@ def bwrap_argv(
     kind: Callable[[Path], PathKind] = host_kind,
     realpath: Callable[[Path], Path] = host_realpath,
     seccomp_fd: int | None = None,
+    nested: Callable[[Path, tuple[str, ...]], list[Path]] = find_nested_protected,
 ) -> list[str]:
     """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
 
@@ -51,8 +83,9 @@ def bwrap_argv(
     ``/dev`` and ``/proc``; each writable root that exists and is not inside another,
     read-write (``read-only`` mode: only ``temp_dir``); every directory between such a root
     and a guarded path below it, bound onto itself (pinned: a mount point cannot be renamed);
-    each protected name that exists directly in a writable root or in ``workdir``, and each
-    read-only path that exists, read-only; each denied path that exists hidden (a directory
+    each protected name that exists directly in a writable root or in ``workdir``, or below a
+    root within `find_nested_protected`'s bounds (``nested``), and each read-only path that
+    exists, read-only; each denied path that exists hidden (a directory
     under an empty read-only tmpfs, a file under ``/dev/null``).
     Then every namespace unshared (the network shared only when ``policy.network``), a new
     session, death with the parent, no capabilities, the seccomp filter read from
@@ -92,6 +125,10 @@ def bwrap_argv(
     guarded: list[tuple[str, Path, PathKind]] = []
     for path in [base / name for base in bases for name in policy.protected_names]:
         guarded.append(("read-only", path, kind(path)))
+    for base in bases:  # a nested repository's .git too, within a bounded search
+        guarded += [
+            ("read-only", path, kind(path)) for path in nested(base, policy.protected_names)
+        ]
     guarded += [("read-only", path, kind(path)) for path in policy.read_only_paths]
     guarded += [("denied", path, kind(path)) for path in policy.denied_paths]
     found = [(rule, realpath(path), what) for rule, path, what in guarded if what is not None]
