@@ -742,7 +742,7 @@ def test_run_refuses_to_start_where_bubblewrap_cannot_run_and_names_the_fix(dsh:
     dsh.config(NO_BWRAP + '[providers.canned]\nkind = "scripted"\nreplies = ["Hi."]\n')
     line = one_error_line(dsh("run", "--model", "canned:any", "hello"))
     assert "the workspace-write sandbox cannot run here" in line
-    assert "install bubblewrap (apt-get install bubblewrap)" in line
+    assert "fix: install bubblewrap: apt-get install bubblewrap" in line
     assert "--sandbox danger-full-access" in line
     assert dsh.json("sessions", "list", "--json") == []  # refused before any session existed
     done = dsh.ok("run", "--model", "canned:any", "--sandbox", "danger-full-access", "hello")
@@ -869,3 +869,32 @@ def test_run_in_a_terminal_shows_the_command_and_justification_and_asks(
     records = _records_of_only_session(dsh)
     assert [r["data"]["outcome"] for r in records if r["type"] == "approval/decided"] == [outcome]
     assert target.exists() == (outcome == "allowed-once")
+
+
+def test_a_resume_flag_replaces_only_its_own_knob_and_a_refused_run_logs_none(dsh: Dsh) -> None:
+    """The session keeps its own knobs: ``--approval`` on resume leaves the logged mode alone
+    even when the config now says another one, and a run refused for want of bubblewrap
+    writes no knob at all."""
+    canned = '[providers.canned]\nkind = "scripted"\nreplies = ["Hi."]\n'
+    dsh.config(canned)
+    first = dsh.ok("run", "--model", "canned:any", "--sandbox", "read-only", "one")
+    session_id = first.stderr.decode().split("session ", 1)[1].split()[0]
+    dsh.config('[sandbox]\nmode = "danger-full-access"\n' + canned)
+    dsh.ok("run", "--resume", session_id, "--approval", "never", "two")
+    knobs = [
+        (r["type"], r["data"])
+        for r in _records_of_only_session(dsh)
+        if r["type"] in ("permission/preset", "sandbox/mode", "approval/policy")
+    ]
+    assert knobs == [
+        ("permission/preset", {"preset": "read-only"}),
+        ("sandbox/mode", {"mode": "read-only"}),
+        ("approval/policy", {"policy": "ask"}),
+        ("approval/policy", {"policy": "never"}),
+    ]
+    dsh.config(NO_BWRAP + canned)
+    count = len(_records_of_only_session(dsh))
+    line = one_error_line(dsh("run", "--resume", session_id, "--sandbox", "workspace-write", "x"))
+    assert "sandbox cannot run here" in line
+    after = _records_of_only_session(dsh)
+    assert not [r for r in after[count:] if r["type"] == "sandbox/mode"]

@@ -4,6 +4,7 @@ bubblewrap sandbox, and failing closed where bubblewrap cannot run (issue 22 §2
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 
 from dsh_agent import ApprovalRequest
 from dsh_agent_core import Config, ConfigError, DshError, compose, load_config
+from dsh_agent_core._harness import sandbox_policy
+from dsh_agent_core.cli._approval import shown
 from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 
@@ -225,3 +228,27 @@ def test_the_permission_mode_variable_sets_the_mode_and_a_bad_one_is_named(
         configured(tmp_path, env={"DSH_PERMISSION_MODE": "root"})
     with pytest.raises(ConfigError, match=r"sandbox\.mode"):
         configured(tmp_path, '[sandbox]\nmode = "yolo"\n')
+
+
+def test_the_logs_and_the_config_file_are_never_writable_wherever_they_live(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    text = f'[persistence]\nroot = "{work}/.sessions"\n'
+    config = configured(tmp_path / "home", text)
+    policy = sandbox_policy(config)
+    assert policy.check(work / ".sessions" / "p" / "s" / "session.jsonl", "write").allowed is False
+    assert policy.check(tmp_path / "home" / "config.toml", "write").allowed is False
+    sqlite = configured(
+        tmp_path / "home2", f'[persistence]\nbackend = "sqlite"\npath = "{work}/s.db"\n'
+    )
+    policy = dataclasses.replace(sandbox_policy(sqlite), workspace=work)
+    for name in ("s.db", "s.db-wal", "s.db-shm", "s.db-journal"):
+        assert policy.check(work / name, "write").allowed is False
+    assert policy.check(work / "notes.txt", "write").allowed is True
+
+
+def test_the_approval_prompt_shows_model_text_without_its_control_characters() -> None:
+    assert shown("rm -rf *\x1bM\x1b7 ok") == "rm -rf *\\x1bM\\x1b7 ok"
+    assert shown("a\rb\tc") == "a\\rb\\tc"
+    assert shown("plain text, é") == "plain text, é"

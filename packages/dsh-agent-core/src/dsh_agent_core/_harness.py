@@ -52,10 +52,27 @@ def build_persistence(config: Config) -> SessionPersistence:
     )
 
 
+def _harness_files(config: Config, home: Path) -> tuple[Path, ...]:
+    """What a confined command may read but never write: the DSH home, the session logs
+    wherever the config puts them (a SQLite database with its journal files), the config file."""
+    paths = [home]
+    persistence = config.dump()["persistence"]
+    if persistence["backend"] == "sqlite":
+        database = Path(persistence["path"]).absolute()
+        paths.append(database)
+        paths += [database.with_name(database.name + end) for end in ("-wal", "-shm", "-journal")]
+    else:
+        paths.append(Path(persistence["root"]).absolute())
+    if config.source is not None:
+        paths.append(Path(config.source).absolute())
+    return tuple(dict.fromkeys(paths))
+
+
 def sandbox_policy(config: Config) -> SandboxPolicy:
-    """The default sandbox policy of ``config``: its mode, the DSH home readable and never
-    writable, the configured writable roots and network, the deny-read list (default: the
-    usual credential folders). Each call's workspace is the calling session's cwd."""
+    """The default sandbox policy of ``config``: its mode, the DSH home, the session logs and
+    the config file readable and never writable, the configured writable roots and network,
+    the deny-read list (default: the usual credential folders). Each call's workspace is the
+    calling session's cwd."""
     settings = config.sandbox
     home = config.home()
     denied = (
@@ -68,7 +85,7 @@ def sandbox_policy(config: Config) -> SandboxPolicy:
         writable_roots=tuple(
             Path(os.path.expanduser(r)).absolute() for r in settings.writable_roots
         ),
-        read_only_paths=(home,),
+        read_only_paths=_harness_files(config, home),
         denied_paths=denied,
         network=settings.network,
     )
@@ -184,10 +201,7 @@ class Harness:
             return
         probe = self.sandbox_probe()
         if not probe.available:
-            raise DshError(
-                f"the {mode} sandbox cannot run here: {probe.cause}; install bubblewrap "
-                "(apt-get install bubblewrap) or pass --sandbox danger-full-access"
-            )
+            raise DshError(f"the {mode} sandbox cannot run here: {probe.cause}; fix: {probe.fix}")
 
     def _session_sandbox_mode(self, execution: ToolExecution) -> SandboxMode | None:
         """The calling session's logged sandbox mode (its own knob beats the config's)."""

@@ -17,10 +17,12 @@ from dsh_shell import SANDBOX_MODES, SandboxMode
 
 __all__ = [
     "PERMISSION_PRESETS",
+    "approval_of",
     "logged_approval_policy",
     "logged_sandbox_mode",
     "pin_permissions",
     "preset_name",
+    "sandbox_mode_of",
 ]
 
 PERMISSION_PRESETS: Final[Mapping[str, tuple[SandboxMode, ApprovalPolicy]]] = {
@@ -38,6 +40,26 @@ def preset_name(mode: SandboxMode, approval: ApprovalPolicy) -> str | None:
         if bundle == (mode, approval):
             return name
     return None
+
+
+def sandbox_mode_of(value: str | None) -> SandboxMode | None:
+    """``value`` as a sandbox mode (``None`` stays ``None``); anything else raises ValueError."""
+    if value is None:
+        return None
+    for mode in SANDBOX_MODES:
+        if value == mode:
+            return mode
+    raise ValueError(f"{value!r} is not a sandbox mode ({', '.join(SANDBOX_MODES)})")
+
+
+def approval_of(value: str | None) -> ApprovalPolicy | None:
+    """``value`` as an approval policy (``None`` stays ``None``); anything else raises."""
+    if value is None:
+        return None
+    for policy in APPROVAL_POLICIES:
+        if value == policy:
+            return policy
+    raise ValueError(f"{value!r} is not an approval policy ({', '.join(APPROVAL_POLICIES)})")
 
 
 def _last(session: Session, event_type: str, key: str) -> Any:

@@ -215,7 +215,8 @@ class BashTool(ToolDefinition[BashArgs]):
 
     def policy_for(self, execution: ToolExecution) -> SandboxPolicy | None:
         """The policy a call of ``execution`` runs under before any escalation (``None``
-        without a sandbox): the default, in the session's mode, rooted at the caller's cwd."""
+        without a sandbox): the default, in the session's mode, rooted at the caller's cwd
+        (without one, this process's working directory — never the model's ``workdir``)."""
         policy = self.sandbox
         if policy is None:
             return None
@@ -224,8 +225,8 @@ class BashTool(ToolDefinition[BashArgs]):
         if mode is not None and mode != policy.mode:
             changes["mode"] = mode
         cwd = execution.caller.cwd if execution.caller is not None else None
-        if policy.workspace is None and cwd is not None:
-            changes["workspace"] = Path(cwd)
+        if policy.workspace is None:  # never the model's workdir: the session's, else ours
+            changes["workspace"] = Path(cwd) if cwd is not None else Path.cwd()
         return dataclasses.replace(policy, **changes) if changes else policy  # type: ignore[arg-type]
 
     def approval_reason(self, args: BashArgs, execution: ToolExecution) -> str | None:

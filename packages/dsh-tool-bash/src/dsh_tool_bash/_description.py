@@ -37,13 +37,14 @@ _SANDBOX: Final[dict[SandboxMode, str]] = {
     "read-only": (
         "Commands run in a read-only sandbox (no writes but to `$TMPDIR`, no network); a "
         "command the sandbox refuses may be retried once with `sandbox_permissions` and a "
-        "one-sentence `justification`, which asks the user for approval."
+        "one-sentence `justification`, which needs the user's approval (refused when this "
+        "session never asks)."
     ),
     "workspace-write": (
         "Commands run in a sandbox that may write only inside the session workspace and "
         "`$TMPDIR`, without network; a command the sandbox refuses may be retried once with "
-        "`sandbox_permissions` and a one-sentence `justification`, which asks the user for "
-        "approval."
+        "`sandbox_permissions` and a one-sentence `justification`, which needs the user's "
+        "approval (refused when this session never asks)."
     ),
     "danger-full-access": (
         "Commands run without a sandbox, with the user's full rights; do not set "

@@ -15,7 +15,13 @@ from rich.table import Table
 
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
 from dsh_agent_core._harness import Harness, compose
-from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
+from dsh_agent_core._permissions import (
+    approval_of,
+    logged_approval_policy,
+    logged_sandbox_mode,
+    pin_permissions,
+    sandbox_mode_of,
+)
 from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core.cli._approval import terminal_answerer
@@ -127,19 +133,22 @@ async def run(
             if model is not None:
                 harness.check_route(model)
             agent = await harness.resume(resume_id, model=model)
-            if sandbox:  # the session keeps its own knobs unless this run changes them
-                pin_permissions(agent.session, config.sandbox.mode, config.sandbox.approval_policy)
+            session = agent.session
+            # the session keeps its own knobs; a flag given here replaces only its own knob
+            mode = sandbox_mode_of(sandbox_mode) or logged_sandbox_mode(session)
+            policy = approval_of(approval) or logged_approval_policy(session)
+            mode = mode or config.sandbox.mode
+            policy = policy or config.sandbox.approval_policy
+            if session.header.parent_session is not None:
+                policy = "never"  # a delegated child never asks
+            harness.check_sandbox(mode)  # refused: nothing is logged
+            if sandbox:
+                pin_permissions(session, mode, policy)
         else:
             harness.loop(preset)  # an unknown preset is the error to report, before any route
             settings = harness.config.presets.get(preset) if preset is not None else None
             harness.check_route(model or (settings.model if settings is not None else None))
-        mode = (
-            logged_sandbox_mode(agent.session) or config.sandbox.mode
-            if resume_id is not None
-            else config.sandbox.mode
-        )
-        harness.check_sandbox(mode)
-        if resume_id is None:
+            harness.check_sandbox(config.sandbox.mode)
             agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
         if sys.stdin.isatty():
             harness.extensions.approval.add(terminal_answerer(err))

@@ -9,17 +9,32 @@ from rich.console import Console
 
 from dsh_agent import ApprovalAnswerer, ApprovalOutcome, ApprovalRequest
 
-__all__ = ["terminal_answerer"]
+__all__ = ["shown", "terminal_answerer"]
+
+
+def shown(text: str) -> str:
+    """Model-written ``text`` safe to print: control characters (an escape sequence could move
+    the cursor and overwrite the command the user is reading) shown as ``\\xNN`` escapes."""
+    return "".join(
+        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode()
+        for char in text
+    )
 
 
 def _ask(console: Console, request: ApprovalRequest) -> ApprovalOutcome:
     console.print("[bold]approval needed[/bold]", highlight=False)
-    console.print(f"tool: {request.tool_name}", markup=False)
-    command = request.arguments.get("command") if request.arguments is not None else None
-    if isinstance(command, str):
-        console.print(f"command: {command}", markup=False)
+    lines = [f"tool: {shown(request.tool_name)}"]
+    arguments = request.arguments or {}
+    for key in ("command", "workdir"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            lines.append(f"{key}: {shown(value)}")
+    if arguments.get("run_in_background") is True:
+        lines.append("runs in the background")
     if request.reason:
-        console.print(f"reason: {request.reason}", markup=False)
+        lines.append(f"reason: {shown(request.reason)}")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
     choice = click.prompt(
         "allow once (a) or reject (r)",
         type=click.Choice(["a", "r"]),
