@@ -14,6 +14,8 @@ from dsh_agent_core import (
     load_config,
     parse_route,
 )
+from dsh_agent_core._models import provider_models
+from dsh_llm import context_window_of
 
 
 def test_no_file_means_plain_jsonl_under_the_home(tmp_path: Path) -> None:
@@ -159,3 +161,19 @@ def test_a_configured_builtin_provider_keeps_what_it_does_not_set(tmp_path: Path
     assert provider is not None
     assert provider.base_url == "http://127.0.0.1:9/v1"
     assert provider.api_key_env == "DEEPSEEK_API_KEY"
+
+
+def test_a_providers_models_report_their_configured_context_windows(tmp_path: Path) -> None:
+    """Issue 21 §1: per model, over the provider's, else unknown; bad values name the key."""
+    (tmp_path / "config.toml").write_text(
+        '[providers.local]\nbase_url = "http://127.0.0.1:9/v1"\ncontext_window = 32768\n'
+        'context_windows = { "big" = 131072 }\n'
+    )
+    config = load_config(env={"DSH_HOME": str(tmp_path)})
+    models = provider_models(config, env={})
+    assert context_window_of(models["local"], "small") == 32768
+    assert context_window_of(models["local"], "big") == 131072
+    assert context_window_of(models["scripted"], "demo") is None
+    (tmp_path / "config.toml").write_text('[providers.local]\ncontext_windows = { "m" = 0 }\n')
+    with pytest.raises(ConfigError, match="context_windows"):
+        load_config(env={"DSH_HOME": str(tmp_path)})

@@ -10,6 +10,7 @@ from dsh_llm import (
     AssistantMessage,
     ImageAttachment,
     ImageBlock,
+    ModelInfo,
     ModelRequest,
     ModelSource,
     ReasoningBlock,
@@ -22,6 +23,7 @@ from dsh_llm import (
     ToolSource,
     UserMessage,
     UserSource,
+    context_window_of,
 )
 from dsh_model_openai import OpenAICompatibleModel
 
@@ -307,3 +309,14 @@ def test_bad_construction_arguments_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         OpenAICompatibleModel(*args, **options)
+
+
+def test_the_context_window_is_what_the_configuration_says() -> None:
+    """Chat Completions reports no window: the model says what it was configured with."""
+    told = OpenAICompatibleModel("http://127.0.0.1:9/v1", None, "m", context_window=65_536)
+    assert isinstance(told, ModelInfo)
+    assert context_window_of(told, "m") == 65_536
+    assert context_window_of(OpenAICompatibleModel("http://127.0.0.1:9/v1", None, "m"), "m") is None
+    for bad in (0, -5, 1.5, True):
+        with pytest.raises(ValueError, match="context_window must be a positive number of tokens"):
+            OpenAICompatibleModel("http://127.0.0.1:9/v1", None, "m", context_window=bad)  # type: ignore[arg-type]

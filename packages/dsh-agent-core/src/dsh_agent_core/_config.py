@@ -76,6 +76,21 @@ class ProviderConfig(BaseModel):
     reasoning_replay: Literal["current-turn", "never", "always"] = "current-turn"
     replies: tuple[str, ...] = ("Hello from the scripted model.",)
     context_window: int | None = Field(default=None, gt=0)
+    """The window in tokens of this provider's models (``None``: unknown)."""
+    context_windows: dict[str, int] = Field(default_factory=dict)
+    """Per model name, overriding ``context_window`` (``{"deepseek-chat" = 65536}``)."""
+
+    @field_validator("context_windows")
+    @classmethod
+    def _positive_windows(cls, windows: dict[str, int]) -> dict[str, int]:
+        for name, window in windows.items():
+            if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+                raise ValueError(f"{name}: {window!r} is not a positive number of tokens")
+        return windows
+
+    def window_of(self, model: str) -> int | None:
+        """The context window of ``model``: its own entry, else the provider's."""
+        return self.context_windows.get(model, self.context_window)
 
     @field_validator("api_key_env")
     @classmethod

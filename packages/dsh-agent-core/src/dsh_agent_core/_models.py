@@ -44,6 +44,10 @@ class ProviderModel:
         if config.kind == "scripted":
             self._model = ScriptedReplies(config.replies)
 
+    def context_window(self, model: str) -> int | None:
+        """What the configuration says of ``model``'s window (`dsh_llm.ModelInfo`)."""
+        return self.config.window_of(model)
+
     def _failure(self, message: str, code: str) -> FinishChunk:
         return FinishChunk(
             reason=FinishReason(kind="error", error=LlmFailure(message=message, code=code))
@@ -70,6 +74,7 @@ class ProviderModel:
                 key,
                 request.model,
                 reasoning_replay=config.reasoning_replay,
+                context_window=config.window_of(request.model),
             )
         async for chunk in self._model.stream(request):
             yield chunk

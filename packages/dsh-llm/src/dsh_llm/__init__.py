@@ -32,6 +32,7 @@ from dsh_llm._content import (
     UserContentBlock,
 )
 from dsh_llm._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from dsh_llm._model_info import ModelInfo, context_window_of
 from dsh_llm._request import Model, ModelRequest, Sampling, ToolSchema
 from dsh_llm._source import (
     RESERVED_SOURCE_KINDS,
@@ -66,6 +67,7 @@ __all__ = [
     "Message",
     "MessageSource",
     "Model",
+    "ModelInfo",
     "ModelRequest",
     "ModelSource",
     "OtherSource",
@@ -91,4 +93,5 @@ __all__ = [
     "UserSource",
     "WireModel",
     "assemble_message",
+    "context_window_of",
 ]

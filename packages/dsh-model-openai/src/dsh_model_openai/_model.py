@@ -77,7 +77,9 @@ class OpenAICompatibleModel:
     next bytes, the first included); ``headers`` added to every request; ``extra_body``, fields
     added to every request body that the request's own fields override (DeepSeek's
     ``{"thinking": {"type": "enabled"}}``, a default ``max_tokens``); ``http_client``, an
-    ``httpx.AsyncClient`` to use instead of the model's own (its owner closes it).
+    ``httpx.AsyncClient`` to use instead of the model's own (its owner closes it);
+    ``context_window``, the window in tokens this model reports (``dsh_llm.ModelInfo``; the
+    API does not tell, so it is whatever the configuration says, else ``None``).
 
     ``stream(request)`` never raises for a provider or network problem: the stream's last chunk
     is ``finish`` with ``reason.kind == "error"`` and an ``LlmFailure`` whose ``code`` is one of
@@ -100,8 +102,19 @@ class OpenAICompatibleModel:
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, JsonValue] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        context_window: int | None = None,
     ) -> None:
         self._endpoint = _endpoint(base_url)
+        if context_window is not None and (
+            isinstance(context_window, bool)
+            or not isinstance(context_window, int)
+            or context_window <= 0
+        ):
+            raise ValueError(
+                f"context_window must be a positive number of tokens or None, "
+                f"got {context_window!r}"
+            )
+        self._context_window = context_window
         self._base_url = base_url
         if not isinstance(model, str) or not model.strip():
             raise ValueError("model must be a non-empty model name, for example 'deepseek-chat'")
@@ -126,6 +139,11 @@ class OpenAICompatibleModel:
         self._owned: httpx.AsyncClient | None = None
         self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._where = self._redact(self._endpoint)
+
+    def context_window(self, model: str) -> int | None:
+        """The configured ``context_window`` (`dsh_llm.ModelInfo`): providers do not report
+        one over Chat Completions, so this is what the configuration says, else ``None``."""
+        return self._context_window
 
     @property
     def base_url(self) -> str:

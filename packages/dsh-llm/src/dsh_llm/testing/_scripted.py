@@ -60,13 +60,21 @@ class ScriptedModel:
     Every request is recorded in ``requests`` (in call order), including one that finds the script
     exhausted. A callable entry receives the request and returns chunks (a list or an async
     iterator). Between chunks the stream yields to the event loop, so cancelling the consumer
-    takes effect at the next chunk; a ``Hang`` entry waits until cancelled.
+    takes effect at the next chunk; a ``Hang`` entry waits until cancelled. ``context_window``
+    is what it reports as `dsh_llm.ModelInfo` (``None``: unknown).
     """
 
-    def __init__(self, script: Iterable[ScriptEntry] = ()) -> None:
+    def __init__(
+        self, script: Iterable[ScriptEntry] = (), *, context_window: int | None = None
+    ) -> None:
         self._script: deque[ScriptEntry] = deque(script)
+        self._context_window = context_window
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
+
+    def context_window(self, model: str) -> int | None:
+        """The ``context_window`` given at construction, for every model name (`ModelInfo`)."""
+        return self._context_window
 
     def add(self, *entries: ScriptEntry) -> None:
         """Append responses to the end of the script."""
