@@ -297,7 +297,8 @@ async def test_seed_002_checklist_plain_profile_session_path_and_tool_list(
         assert path.is_absolute()
         assert path.name == "session.jsonl"
         assert path.is_relative_to(home / "sessions-plain")
-        assert result_texts(agent)["c2"] == "1\n"  # the ordinary grep found the one prompt
+        # the ordinary grep found the user/message lines: the prompt and the runtime context
+        assert result_texts(agent)["c2"] == "2\n"
         records = [json.loads(line) for line in file_lines(path)]  # UTF-8 JSON, not zstd
         assert records[0]["type"] == "session"
         assert [r["type"] for r in records[1:]] == [e.type for e in agent.session.events]

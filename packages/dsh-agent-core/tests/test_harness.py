@@ -5,13 +5,24 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from dsh_agent_core import Config, Harness, compose, discover_skills, fallback_title, load_config
+from dsh_agent_core._runtime_context import RUNTIME_CONTEXT_PLUGIN
 from dsh_llm import ToolResultMessage, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+
+
+def talk(request: Any) -> list[Any]:
+    """The request's messages without the runtime-context snapshot (its own tests pin it)."""
+    return [
+        m
+        for m in request.messages
+        if getattr(getattr(m, "source", None), "plugin", None) != RUNTIME_CONTEXT_PLUGIN
+    ]
 
 
 def configured(home: Path, text: str = "") -> Config:
@@ -77,7 +88,7 @@ async def test_the_catalog_rides_the_prefix_and_the_first_prompt_titles_the_sess
         assert str(tmp_path / "skills" / "review" / "SKILL.md") in catalog
         assert all(
             not (isinstance(m, UserMessage) and m.source.kind == "plugin")
-            for m in agent.session.derive_messages()
+            for m in talk(SimpleNamespace(messages=agent.session.derive_messages()))
         )
         assert agent.session.title == "Please review my change today"
         titles = [e for e in agent.session.events if e.type == "session/title"]
@@ -90,7 +101,7 @@ async def test_no_skills_means_no_catalog(tmp_path: Path) -> None:
     async with compose(configured(tmp_path), models={"scripted": model}) as harness:
         agent = await harness.create("hi", model="scripted:m", cwd=tmp_path)
         await agent.wait_idle()
-        assert len(model.requests[0].messages) == 1
+        assert len(talk(model.requests[0])) == 1
 
 
 async def test_session_status_merges_live_and_stored_and_never_writes(tmp_path: Path) -> None:
@@ -137,7 +148,7 @@ async def test_an_agent_creates_a_child_that_inherits_its_route_cwd_and_preset(
         first = request.messages[0].content[0].text
         if first == "child task":
             return text_response("child done")
-        if len(request.messages) == 1:
+        if len(talk(request)) == 1:
             create = json.dumps({"prompt": "child task"})
             return tool_call_response(("c1", "session_create", create))
         return text_response("parent done")
@@ -148,7 +159,7 @@ async def test_an_agent_creates_a_child_that_inherits_its_route_cwd_and_preset(
         parent = await harness.create("spawn one", model="scripted:m", cwd=link, preset="helper")
         assert parent.cwd == str(work)  # canonicalized
         await parent.wait_idle()
-        parent_second = next(r for r in model.requests if len(r.messages) == 3)
+        parent_second = next(r for r in model.requests if len(talk(r)) == 3)
         created = json.loads(tool_text(parent_second))
         child = harness.get(created["session_id"])
         assert child is not None

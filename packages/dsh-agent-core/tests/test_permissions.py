@@ -14,9 +14,20 @@ import pytest
 from dsh_agent import ApprovalRequest
 from dsh_agent_core import Config, ConfigError, DshError, compose, load_config
 from dsh_agent_core._harness import sandbox_policy
+from dsh_agent_core._permissions import pin_permissions
+from dsh_agent_core._runtime_context import RUNTIME_CONTEXT_PLUGIN
 from dsh_agent_core.cli._approval import shown
 from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+
+
+def talk(request: Any) -> list[Any]:
+    """The request's messages without the runtime-context snapshot (its own tests pin it)."""
+    return [
+        m
+        for m in request.messages
+        if getattr(getattr(m, "source", None), "plugin", None) != RUNTIME_CONTEXT_PLUGIN
+    ]
 
 
 def configured(home: Path, text: str = "", env: dict[str, str] | None = None) -> Config:
@@ -105,7 +116,7 @@ async def test_a_child_runs_in_its_parents_mode_and_never_asks(tmp_path: Path) -
         first = request.messages[0].content[0].text
         if first == "child task":
             return text_response("child done")
-        if len(request.messages) == 1:
+        if len(talk(request)) == 1:
             return tool_call_response(
                 ("c1", "session_create", json.dumps({"prompt": "child task"}))
             )
@@ -116,7 +127,7 @@ async def test_a_child_runs_in_its_parents_mode_and_never_asks(tmp_path: Path) -
     async with compose(configured(tmp_path / "home", text), models={"scripted": model}) as h:
         parent = await h.create("spawn one", model="scripted:m", cwd=tmp_path)
         await parent.wait_idle()
-        request = next(r for r in model.requests if len(r.messages) == 3)
+        request = next(r for r in model.requests if len(talk(r)) == 3)
         results = [m for m in request.messages if isinstance(m, ToolResultMessage)]
         created = json.loads(results[-1].result.content[0].text)  # type: ignore[union-attr]
         child = h.get(created["session_id"])
@@ -127,6 +138,9 @@ async def test_a_child_runs_in_its_parents_mode_and_never_asks(tmp_path: Path) -
             ("approval/policy", {"policy": "never", "source": "delegation"}),
         ]
         assert child.approval_policy == "never"
+        (told,) = _snapshots(child)  # the child is told its own policy, not the config's
+        assert "File policy: read-only." in told["content"][0]["text"]
+        assert "do not set `sandbox_permissions`" in told["content"][0]["text"]
 
 
 async def test_an_escalated_retry_asks_and_runs_wider_only_when_allowed(tmp_path: Path) -> None:
@@ -252,3 +266,38 @@ def test_the_approval_prompt_shows_model_text_without_its_control_characters() -
     assert shown("rm -rf *\x1bM\x1b7 ok") == "rm -rf *\\x1bM\\x1b7 ok"
     assert shown("a\rb\tc") == "a\\rb\\tc"
     assert shown("plain text, é") == "plain text, é"
+
+
+def _snapshots(agent: Any) -> list[dict[str, Any]]:
+    out = []
+    for event in agent.session.events:
+        data = event.to_wire()["data"]
+        if event.type == "user/message" and data["source"].get("plugin") == RUNTIME_CONTEXT_PLUGIN:
+            out.append(data)
+    return out
+
+
+async def test_the_model_is_told_the_sessions_policy_once_until_it_changes(tmp_path: Path) -> None:
+    model = ScriptedModel([text_response("one"), text_response("two"), text_response("three")])
+    async with compose(configured(tmp_path / "home"), models={"scripted": model}) as harness:
+        agent = await harness.create("first", model="scripted:m", cwd=tmp_path)
+        await agent.wait_idle()
+        (snapshot,) = _snapshots(agent)
+        assert snapshot["source"]["form"] == "snapshot"
+        names = [section["name"] for section in snapshot["source"]["sections"]]
+        assert names == ["sandbox:policy", "approval:policy"]
+        text = snapshot["content"][0]["text"]
+        assert f'only inside the session workspace "{tmp_path}"' in text
+        assert text.count("File policy: workspace-write.") == 1
+        assert "Approval policy: ask." in text
+        request = model.requests[0]
+        assert [m.source.kind for m in request.messages] == ["user", "plugin"]  # prompt, snapshot
+        agent.followup("second")
+        await agent.wait_idle()
+        assert len(_snapshots(agent)) == 1  # unchanged knobs add nothing
+        pin_permissions(agent.session, "workspace-write", "never")
+        agent.followup("third")
+        await agent.wait_idle()
+        latest = _snapshots(agent)[-1]["content"][0]["text"]
+        assert len(_snapshots(agent)) == 2
+        assert "do not set `sandbox_permissions`" in latest

@@ -15,6 +15,7 @@ from dsh_agent_core._config import Config, parse_route
 from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
 from dsh_agent_core._models import provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
+from dsh_agent_core._runtime_context import RuntimeContext
 from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
 from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow, iso_time
@@ -142,6 +143,7 @@ class Harness:
         else:
             self.skills = None
         self.extensions.request.add(FallbackTitles())
+        self.extensions.pre_step.add(RuntimeContext())
         bash = BashTool(
             self.executor,
             self.shell_env,

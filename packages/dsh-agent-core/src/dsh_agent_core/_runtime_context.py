@@ -1,0 +1,102 @@
+"""The runtime-context snapshot: what the model is told of its session's current file policy
+and approval policy, as a ``user/message`` the log keeps (the harness's ``snapshot`` form).
+
+Before each step, when the session's knobs describe something other than the last snapshot it
+logged, one new snapshot enters with the step (``Enter``), so the model reads the policy of
+*this* session — a resumed session's own, a child's ``never`` — and the request still rebuilds
+from the log alone. Unchanged knobs add nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dsh_agent import Enter, PreStepDecision, StepContext
+from dsh_agent_core._permissions import logged_approval_policy, logged_sandbox_mode
+from dsh_llm import PluginSource, TextBlock, UserMessage
+from dsh_session import Session
+
+__all__ = ["RUNTIME_CONTEXT_PLUGIN", "RuntimeContext", "runtime_context_sections"]
+
+RUNTIME_CONTEXT_PLUGIN: Final = "dsh-runtime-context"
+"""The plugin name on a snapshot's source (form ``snapshot``)."""
+
+_HEADING = "The session's runtime context now (this replaces any earlier runtime context):"
+
+
+def runtime_context_sections(
+    mode: str | None, approval: str | None, workspace: str | None
+) -> list[dict[str, str]]:
+    """The ``sections`` of a snapshot: ``sandbox:policy`` and ``approval:policy`` sentences
+    (a knob the session never set is left out)."""
+    sections: list[dict[str, str]] = []
+    if mode == "danger-full-access":
+        text = "File policy: danger-full-access. Commands run without a sandbox."
+    elif mode == "read-only":
+        text = (
+            "File policy: read-only. Commands may not change files (only $TMPDIR); if a needed "
+            "change is refused, follow the refusal's escalation guidance."
+        )
+    elif mode == "workspace-write":
+        where = f' "{workspace}"' if workspace else ""
+        text = (
+            f"File policy: workspace-write. Commands may change files only inside the session "
+            f"workspace{where} and $TMPDIR; .git and .dsh stay read-only."
+        )
+    else:
+        text = ""
+    if text:
+        sections.append({"name": "sandbox:policy", "text": text})
+    if approval == "never":
+        sections.append(
+            {
+                "name": "approval:policy",
+                "text": "Approval policy: never. Anything that needs approval is refused: do "
+                "not set `sandbox_permissions`.",
+            }
+        )
+    elif approval == "ask":
+        sections.append(
+            {
+                "name": "approval:policy",
+                "text": "Approval policy: ask. An escalated command asks the user first; "
+                "without anyone to ask it is refused.",
+            }
+        )
+    return sections
+
+
+def _last_snapshot(session: Session) -> list[Any] | None:
+    events = session.events
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if event.type != "user/message":
+            continue
+        data: Any = event.data
+        source = data.get("source") if isinstance(data, dict) else None
+        if (
+            isinstance(source, dict)
+            and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN
+            and source.get("form") == "snapshot"
+        ):
+            sections = source.get("sections")
+            return sections if isinstance(sections, list) else []
+    return None
+
+
+class RuntimeContext:
+    """The ``pre_step`` listener that keeps the snapshot current (never rejects a step)."""
+
+    def __call__(self, step: StepContext, decision: PreStepDecision) -> PreStepDecision | None:
+        if not isinstance(decision, Enter):
+            return None
+        session = step.agent.session
+        sections = runtime_context_sections(
+            logged_sandbox_mode(session), logged_approval_policy(session), step.agent.cwd
+        )
+        if not sections or _last_snapshot(session) == sections:
+            return None
+        text = "\n\n".join([_HEADING, *(section["text"] for section in sections)])
+        source = PluginSource(plugin=RUNTIME_CONTEXT_PLUGIN, form="snapshot", sections=sections)
+        snapshot = UserMessage(content=[TextBlock(text=text)], source=source)
+        return Enter((*decision.messages, snapshot))
