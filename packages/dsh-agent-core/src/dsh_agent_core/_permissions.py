@@ -9,7 +9,9 @@ its last logged ones, so a resumed session keeps its own whatever the configurat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+from weakref import WeakKeyDictionary
 
 from dsh_agent import APPROVAL_POLICIES, ApprovalPolicy
 from dsh_session import Session
@@ -33,6 +35,16 @@ PERMISSION_PRESETS: Final[Mapping[str, tuple[SandboxMode, ApprovalPolicy]]] = {
 """The selectable presets: name → (sandbox mode, approval policy). Any other pair is
 ``custom``, which is derived, never selected, and never logged as a preset."""
 
+T = TypeVar("T", bound=str)
+
+
+def _member(value: object, vocabulary: tuple[T, ...]) -> T | None:
+    """The word of ``vocabulary`` equal to ``value``, else ``None``."""
+    for word in vocabulary:
+        if value == word:
+            return word
+    return None
+
 
 def preset_name(mode: SandboxMode, approval: ApprovalPolicy) -> str | None:
     """The preset whose bundle is exactly ``(mode, approval)``, or ``None`` (custom)."""
@@ -44,55 +56,65 @@ def preset_name(mode: SandboxMode, approval: ApprovalPolicy) -> str | None:
 
 def sandbox_mode_of(value: str | None) -> SandboxMode | None:
     """``value`` as a sandbox mode (``None`` stays ``None``); anything else raises ValueError."""
-    if value is None:
-        return None
-    for mode in SANDBOX_MODES:
-        if value == mode:
-            return mode
-    raise ValueError(f"{value!r} is not a sandbox mode ({', '.join(SANDBOX_MODES)})")
+    mode = _member(value, SANDBOX_MODES)
+    if value is not None and mode is None:
+        raise ValueError(f"{value!r} is not a sandbox mode ({', '.join(SANDBOX_MODES)})")
+    return mode
 
 
 def approval_of(value: str | None) -> ApprovalPolicy | None:
     """``value`` as an approval policy (``None`` stays ``None``); anything else raises."""
-    if value is None:
-        return None
-    for policy in APPROVAL_POLICIES:
-        if value == policy:
-            return policy
-    raise ValueError(f"{value!r} is not an approval policy ({', '.join(APPROVAL_POLICIES)})")
+    policy = _member(value, APPROVAL_POLICIES)
+    if value is not None and policy is None:
+        raise ValueError(f"{value!r} is not an approval policy ({', '.join(APPROVAL_POLICIES)})")
+    return policy
 
 
-def _last(session: Session, event_type: str, key: str) -> Any:
+@dataclass(slots=True)
+class _Knobs:
+    """What a session logged so far: its last preset, mode and policy, and how far it was read."""
+
+    seen: int = 0
+    preset: Any = None
+    mode: SandboxMode | None = None
+    approval: ApprovalPolicy | None = None
+
+
+_KNOBS: WeakKeyDictionary[Session, _Knobs] = WeakKeyDictionary()
+
+
+def _knobs(session: Session) -> _Knobs:
+    """The session's knobs, folding only the events appended since the last call (a log is
+    append-only), so asking on every step or call costs nothing that grows with the log. A
+    logged value outside the vocabulary reads as the narrowest (fail closed)."""
+    knobs = _KNOBS.get(session)
+    if knobs is None:
+        knobs = _KNOBS[session] = _Knobs()
     events = session.events
-    for index in range(len(events) - 1, -1, -1):
+    for index in range(knobs.seen, len(events)):
         event = events[index]
-        if event.type == event_type:
-            data: Any = event.data
-            return data.get(key) if isinstance(data, dict) else None
-    return None
+        if event.type not in ("permission/preset", "sandbox/mode", "approval/policy"):
+            continue
+        data: Any = event.data if isinstance(event.data, dict) else {}
+        if event.type == "permission/preset":
+            knobs.preset = data.get("preset")
+        elif event.type == "sandbox/mode":
+            knobs.mode = _member(data.get("mode"), SANDBOX_MODES) or "read-only"
+        else:
+            knobs.approval = _member(data.get("policy"), APPROVAL_POLICIES) or "never"
+    knobs.seen = len(events)
+    return knobs
 
 
 def logged_sandbox_mode(session: Session) -> SandboxMode | None:
     """The session's last ``sandbox/mode``; a value outside the vocabulary reads as the
     narrowest mode (fail closed); ``None`` when it logged none."""
-    value = _last(session, "sandbox/mode", "mode")
-    if value is None:
-        return None
-    for mode in SANDBOX_MODES:
-        if value == mode:
-            return mode
-    return "read-only"
+    return _knobs(session).mode
 
 
 def logged_approval_policy(session: Session) -> ApprovalPolicy | None:
     """The session's last ``approval/policy`` (outside the vocabulary: ``never``), or ``None``."""
-    value = _last(session, "approval/policy", "policy")
-    if value is None:
-        return None
-    for policy in APPROVAL_POLICIES:
-        if value == policy:
-            return policy
-    return "never"
+    return _knobs(session).approval
 
 
 def pin_permissions(
@@ -109,7 +131,7 @@ def pin_permissions(
     appended = 0
     source = {"source": "delegation"} if delegated else {}
     preset = preset_name(mode, approval)
-    if preset is not None and _last(session, "permission/preset", "preset") != preset:
+    if preset is not None and _knobs(session).preset != preset:
         session.append("permission/preset", {"preset": preset})
         appended += 1
     if logged_sandbox_mode(session) != mode:

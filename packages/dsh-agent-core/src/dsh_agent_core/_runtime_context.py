@@ -10,6 +10,7 @@ from the log alone. Unchanged knobs add nothing.
 from __future__ import annotations
 
 from typing import Any, Final
+from weakref import WeakKeyDictionary
 
 from dsh_agent import Enter, PreStepDecision, StepContext
 from dsh_agent_core._permissions import logged_approval_policy, logged_sandbox_mode
@@ -66,26 +67,38 @@ def runtime_context_sections(
     return sections
 
 
-def _last_snapshot(session: Session) -> list[Any] | None:
-    events = session.events
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if event.type != "user/message":
-            continue
-        data: Any = event.data
-        source = data.get("source") if isinstance(data, dict) else None
-        if (
-            isinstance(source, dict)
-            and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN
-            and source.get("form") == "snapshot"
-        ):
-            sections = source.get("sections")
-            return sections if isinstance(sections, list) else []
-    return None
+def _snapshot_sections(data: Any) -> list[Any] | None:
+    """The sections of ``data`` when it is one of our snapshots, else ``None``."""
+    source = data.get("source") if isinstance(data, dict) else None
+    if not (
+        isinstance(source, dict)
+        and source.get("plugin") == RUNTIME_CONTEXT_PLUGIN
+        and source.get("form") == "snapshot"
+    ):
+        return None
+    sections = source.get("sections")
+    return sections if isinstance(sections, list) else []
 
 
 class RuntimeContext:
-    """The ``pre_step`` listener that keeps the snapshot current (never rejects a step)."""
+    """The ``pre_step`` listener that keeps the snapshot current (never rejects a step).
+
+    Each session's last snapshot is folded from the events appended since the previous step
+    (the log is append-only), so a step never rereads the whole log.
+    """
+
+    def __init__(self) -> None:
+        self._last: WeakKeyDictionary[Session, tuple[int, list[Any] | None]] = WeakKeyDictionary()
+
+    def _last_snapshot(self, session: Session) -> list[Any] | None:
+        seen, last = self._last.get(session, (0, None))
+        events = session.events
+        for index in range(seen, len(events)):
+            if events[index].type == "user/message":
+                sections = _snapshot_sections(events[index].data)
+                last = sections if sections is not None else last
+        self._last[session] = (len(events), last)
+        return last
 
     def __call__(self, step: StepContext, decision: PreStepDecision) -> PreStepDecision | None:
         if not isinstance(decision, Enter):
@@ -94,7 +107,7 @@ class RuntimeContext:
         sections = runtime_context_sections(
             logged_sandbox_mode(session), logged_approval_policy(session), step.agent.cwd
         )
-        if not sections or _last_snapshot(session) == sections:
+        if not sections or self._last_snapshot(session) == sections:
             return None
         text = "\n\n".join([_HEADING, *(section["text"] for section in sections)])
         source = PluginSource(plugin=RUNTIME_CONTEXT_PLUGIN, form="snapshot", sections=sections)

@@ -17,29 +17,10 @@ from dsh_agent import (
     ApprovalRequest,
 )
 from dsh_agent_loop._errors import ApprovalOutsideTurnError
-from dsh_session import Session
+from dsh_session import Session, open_turn_at
 from dsh_tools import ALLOW, Allow, Deny, ToolExecution
 
-__all__ = [
-    "ask_approval",
-    "denial_for",
-    "effective_approval_policy",
-    "execution_request",
-    "open_turn",
-]
-
-
-def open_turn(session: Session) -> int | None:
-    """The number of the turn that is open at the end of the log, or ``None`` between turns."""
-    events = session.events
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if event.type == "turn/end":
-            return None
-        if event.type == "turn/start":
-            data: Any = event.data
-            return int(data["turn"])
-    return None
+__all__ = ["ask_approval", "denial_for", "effective_approval_policy", "execution_request"]
 
 
 def effective_approval_policy(session: Session, default: ApprovalPolicy) -> ApprovalPolicy:
@@ -89,7 +70,7 @@ async def ask_approval(
     Raises ``ApprovalOutsideTurnError`` (nothing logged) when no turn is open. A cancel while
     an answerer thinks logs ``cancelled`` and re-raises ``CancelledError``.
     """
-    if open_turn(session) is None:
+    if open_turn_at(session.events, len(session.events) - 1) is None:
         raise ApprovalOutsideTurnError(session.id, request.tool_name)
     question_id = str(uuid.uuid4())
     asked: dict[str, Any] = {"id": question_id, "toolName": request.tool_name}

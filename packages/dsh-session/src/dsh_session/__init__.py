@@ -58,7 +58,7 @@ from dsh_session._events import (
     TurnStartEvent,
     UserMessageEvent,
 )
-from dsh_session._fork import fork_seed
+from dsh_session._fork import fork_seed, open_turn_at
 from dsh_session._header import (
     SESSION_FORMAT_VERSION,
     SessionHeader,
@@ -188,6 +188,7 @@ __all__ = [
     "legacy_message_id",
     "lossless_json_snapshot",
     "make_event",
+    "open_turn_at",
     "project_message",
     "project_stored_event",
     "project_stored_events",

@@ -19,7 +19,8 @@ from dsh_session._json import MAX_SAFE_INTEGER
 
 
 def open_turn_at(events: Sequence[SessionEvent], boundary: int) -> int | None:
-    """The turn open right after event ``boundary`` (``None``: the prefix is balanced)."""
+    """The turn open right after event ``boundary`` (``None``: the prefix is balanced); the
+    scan stops at the nearest ``turn/start`` or ``turn/end``, so it reads one turn at most."""
     for index in range(boundary, -1, -1):
         kind = events[index].type
         if kind == "turn/end":
