@@ -238,3 +238,57 @@ async def test_the_log_alone_rebuilds_the_last_request(make_loop: MakeLoop) -> N
     assert rebuilt.system == "sys"
     assert rebuilt.messages[: len(model.requests[-1].messages)] == model.requests[-1].messages
     assert rebuilt.tools == model.requests[-1].tools
+
+
+async def test_maintenance_holds_an_idle_agent_and_starts_queued_turns_after(
+    make_loop: MakeLoop,
+) -> None:
+    import asyncio
+
+    import pytest
+
+    from dsh_agent_loop import AgentBusyError
+
+    model = ScriptedModel([text_response("one"), text_response("two")])
+    loop = make_loop(model)
+    agent = await loop.create("held", options=OPTIONS)
+    async with agent.maintenance():
+        agent.followup("first")  # queued, not started: the agent is held
+        agent.followup("second")
+        await asyncio.sleep(0)
+        assert agent.status == "idle"
+        assert kinds(agent.session.events) == []
+        waiter = asyncio.ensure_future(agent.wait_idle())
+        await asyncio.sleep(0)
+        assert not waiter.done()  # wait_idle waits for the maintenance too
+        with pytest.raises(AgentBusyError, match="other maintenance"):
+            async with agent.maintenance():
+                pass
+    await waiter
+    await agent.wait_idle()
+    prompts = [data(e)["content"][0]["text"] for e in of_type(agent.session.events, "user/message")]
+    assert prompts == ["first", "second"]  # FIFO, one turn each, after the hold
+    assert len(of_type(agent.session.events, "turn/start")) == 2
+
+
+async def test_maintenance_refuses_a_running_or_woken_agent(make_loop: MakeLoop) -> None:
+    import asyncio
+
+    import pytest
+
+    from dsh_agent_loop import AgentBusyError
+    from dsh_llm.testing import Hang
+
+    loop = make_loop(ScriptedModel([Hang()]))
+    agent = await loop.create("busy", options=OPTIONS)
+    agent.followup("work")
+    with pytest.raises(AgentBusyError, match="turn is running"):
+        async with agent.maintenance():
+            pass
+    await asyncio.sleep(0)
+    agent.cancel()
+    await agent.wait_idle()
+    await agent.aclose()
+    with pytest.raises(AgentBusyError, match="closing"):
+        async with agent.maintenance():
+            pass

@@ -3,7 +3,7 @@
 - ``AgentLoop(model, tools, *, persistence=None, extensions=None, checkpoints=None, ...)``:
   ``create``, ``resume`` and ``fork`` agents; ``aclose`` closes them all.
 - ``LoopAgent``: the live agent (``dsh_agent.Agent``): ``followup``/``steer``/``inject``,
-  ``cancel``, ``wait_idle``, ``aclose``.
+  ``cancel``, ``wait_idle``, ``maintenance`` (hold it idle between turns), ``aclose``.
 - ``FlushPolicy`` (the default checkpoints) and ``RetryPolicy`` (the default retries).
 - ``request_from_log`` and ``check_request``: every request rebuilt from the log alone.
 - Approvals: a call that needs one (a hook's ``Ask``, a tool's ``approval_reason``) is asked
@@ -15,6 +15,7 @@ from dsh_agent_loop._agent import LoopAgent
 from dsh_agent_loop._approval import effective_approval_policy
 from dsh_agent_loop._checkpoints import ALL_CHECKPOINTS, FlushPolicy
 from dsh_agent_loop._errors import (
+    AgentBusyError,
     AgentLoopError,
     AgentNotFoundError,
     ApprovalOutsideTurnError,
@@ -35,6 +36,7 @@ from dsh_agent_loop._turn import ModelFailedError
 __all__ = [
     "ALL_CHECKPOINTS",
     "DEFAULT_RETRY_CODES",
+    "AgentBusyError",
     "AgentLoop",
     "AgentLoopError",
     "AgentNotFoundError",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_agent import (
@@ -22,7 +23,7 @@ from dsh_agent_loop._approval import (
     effective_approval_policy,
     execution_request,
 )
-from dsh_agent_loop._errors import LoopClosedError
+from dsh_agent_loop._errors import AgentBusyError, LoopClosedError
 from dsh_agent_loop._inbox import Inbox, InboxItem
 from dsh_agent_loop._journal import Journal
 from dsh_agent_loop._prefix import compose_prefix
@@ -105,6 +106,7 @@ class LoopAgent:
         self._idle.set()
         self._closing = False
         self._close_task: asyncio.Task[None] | None = None
+        self._held = False
 
     # -- the Agent protocol ---------------------------------------------------------------
 
@@ -162,9 +164,12 @@ class LoopAgent:
             target = "next-turn"
             self._wake_latched = True
         self.inbox.put(InboxItem(message, target, wake) for message in batch)
-        if wake and self._runner is None:
-            self._idle.clear()
-            self._runner = asyncio.get_running_loop().create_task(self._run())
+        if wake and self._runner is None and not self._held:
+            self._start_runner()
+
+    def _start_runner(self) -> None:
+        self._idle.clear()
+        self._runner = asyncio.get_running_loop().create_task(self._run())
 
     def followup(self, messages: Incoming | Sequence[Incoming]) -> None:
         """Queue for the next turn and wake (one send, one turn)."""
@@ -192,8 +197,33 @@ class LoopAgent:
             self._turn_task.cancel()
 
     async def wait_idle(self) -> None:
-        """Return once no turn runs and none is about to."""
+        """Return once no turn runs, none is about to, and no maintenance holds the agent."""
         await self._idle.wait()
+
+    @contextlib.asynccontextmanager
+    async def maintenance(self) -> AsyncIterator[None]:
+        """Hold the idle agent for work between turns (a manual compaction): inside the block
+        no turn starts; messages sent meanwhile keep their order and start their turn when the
+        block ends. Raises :class:`AgentBusyError` at once (nothing held) when a turn runs,
+        waking work is queued, other maintenance holds it, or the agent is closing."""
+        if self._closing:
+            raise AgentBusyError(self.id, "it is closing")
+        if self._runner is not None:
+            raise AgentBusyError(self.id, "a turn is running")
+        if self._held:
+            raise AgentBusyError(self.id, "other maintenance holds it")
+        if self.inbox.has_waking():
+            raise AgentBusyError(self.id, "messages are queued for its next turn")
+        self._held = True
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._held = False
+            if self.inbox.has_waking() and not self._closing:
+                self._start_runner()
+            else:
+                self._idle.set()
 
     # -- approvals --------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AgentBusyError",
     "AgentLoopError",
     "AgentNotFoundError",
     "ApprovalOutsideTurnError",
@@ -64,6 +65,17 @@ class DuplicateAgentError(AgentLoopError):
         super().__init__(
             session_id, "an agent with this id is already live in this loop; dispose of it first"
         )
+
+
+class AgentBusyError(AgentLoopError):
+    """Maintenance (a manual compaction) needs the agent idle, and it is running a turn, has
+    work queued to wake it, or is already held by other maintenance."""
+
+    code = "AGENT_BUSY"
+
+    def __init__(self, session_id: str, why: str) -> None:
+        super().__init__(session_id, f"the agent is busy: {why}")
+        self.why = why
 
 
 class AgentNotFoundError(AgentLoopError):
