@@ -40,10 +40,13 @@ def _projected_reason(reason: Any) -> Any:
     return project_stored_event(_end(reason), "s").to_wire()["data"]["reason"]
 
 
-def test_steering_message_is_a_known_legacy_type() -> None:
-    assert {"steering/message"} == LEGACY_EVENT_TYPES
-    assert is_known_event_type("steering/message")
-    assert {"steering/message", "turn/start", "turn/end"} == PROJECTED_EVENT_TYPES
+COMPACT = ("compact/start", "compact/summary", "compact/end", "compact/prune")
+
+
+def test_steering_message_and_the_old_compaction_names_are_known_legacy_types() -> None:
+    assert {"steering/message", *COMPACT} == LEGACY_EVENT_TYPES
+    assert all(is_known_event_type(t) for t in LEGACY_EVENT_TYPES)
+    assert {"steering/message", *COMPACT, "turn/start", "turn/end"} == PROJECTED_EVENT_TYPES
 
 
 def test_flat_steering_becomes_the_identified_user_message() -> None:
@@ -339,3 +342,89 @@ def test_decoding_a_stored_steering_line_keeps_it_as_stored() -> None:
         b'"source":{"kind":"user"}},"surfaceOp":"append"}'
     )
     assert decode_event(line).type == "steering/message"
+
+
+# -- compact/* (before the 2026-08-13 rename to compaction/*) -------------------------------
+
+COMPACTION_ID = "c-1"
+
+
+@pytest.mark.parametrize("old", COMPACT)
+def test_a_compact_record_becomes_its_compaction_type_with_everything_else_kept(old: str) -> None:
+    data = {"compactionId": COMPACTION_ID, "turn": 1, "nested": {"keep": [1, 2.5, None]}}
+    stored = _event(old, 7, data, ignorable=False, source_event_seqs=[3, 4])
+    projected = project_stored_event(stored, "s")
+    assert projected.to_wire() == {
+        "type": "compaction/" + old.removeprefix("compact/"),
+        "seq": 7,
+        "time": 1007,
+        "data": data,
+        "ignorable": False,
+        "sourceEventSeqs": [3, 4],
+    }
+    assert list(projected.to_wire()) == list(stored.to_wire())  # same keys, same order
+    assert stored.type == old  # the stored event is left as it was
+
+
+@pytest.mark.parametrize("current", ["compaction/start", "compaction/summary", "compaction/end"])
+def test_a_current_compaction_record_is_the_same_object(current: str) -> None:
+    stored = _event(current, 0, {"compactionId": COMPACTION_ID, "turn": 1})
+    assert project_stored_event(stored, "s") is stored
+
+
+@pytest.mark.parametrize("data", [[1, 2], "start", 3, None, True])
+@pytest.mark.parametrize("old", COMPACT)
+def test_a_compact_record_whose_data_is_not_an_object_is_refused(old: str, data: Any) -> None:
+    stored = _event(old, 6, data)
+    with pytest.raises(SessionValidationError, match=f"malformed pre-rename {old}") as caught:
+        project_stored_event(stored, "s")
+    assert "data must be an object" in str(caught.value)
+    assert (caught.value.code, caught.value.seq) == ("LEGACY", 6)
+
+
+def test_a_restore_refuses_a_malformed_compact_record_naming_its_seq() -> None:
+    log = [
+        _event("turn/start", 0, {"turn": 1}),
+        _event("compact/start", 1, {"compactionId": COMPACTION_ID, "turn": 1}),
+        _event("compact/end", 2, ["not", "an", "object"]),
+    ]
+    with pytest.raises(
+        SessionValidationError, match=r"event seq 2: malformed pre-rename compact/end"
+    ) as caught:
+        Session(HEADER, log)
+    assert caught.value.code == "LEGACY"
+
+
+@pytest.mark.parametrize("old", COMPACT)
+def test_appending_a_compact_record_is_refused_naming_the_current_form(old: str) -> None:
+    session = Session(HEADER)
+    current = "compaction/" + old.removeprefix("compact/")
+    data: dict[str, Any] = {"compactionId": COMPACTION_ID, "turn": 1}
+    with pytest.raises(SessionValidationError, match=f"append '{current}' instead") as caught:
+        session.append(old, data)
+    assert caught.value.code == "LEGACY"
+    with pytest.raises(SessionValidationError, match=f"append '{current}' instead") as caught:
+        session.append_event(_event(old, 0, data))
+    assert caught.value.code == "LEGACY"
+    assert session.next_seq == 0
+    session.append(current, data)  # the current form is appended as usual
+    assert session.events[0].type == current
+
+
+def test_a_restored_compact_log_resumes_with_current_records() -> None:
+    stored = [
+        _event("turn/start", 0, {"turn": 1}),
+        _event("user/message", 1, USER, surface_op="append"),
+        _event("compact/start", 2, {"compactionId": COMPACTION_ID, "turn": 1}),
+        _event("compact/end", 3, {"compactionId": COMPACTION_ID, "turn": 1}),
+        _event("turn/end", 4, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]
+    session = Session(HEADER, stored)
+    assert [e.type for e in session.events][2:4] == ["compaction/start", "compaction/end"]
+    session.append("turn/start", {"turn": 2}, time=2000)
+    session.append("compaction/start", {"compactionId": "c-2", "turn": 2}, time=2001)
+    session.append("compaction/end", {"compactionId": "c-2", "turn": 2}, time=2002)
+    session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}}, time=2003)
+    reread = Session(HEADER, [*stored, *list(session.events)[5:]])
+    assert list(reread.events) == list(session.events)
+    assert project_stored_events(stored, "s-old") == list(session.events)[:5]

@@ -5,16 +5,28 @@ the eleven ``upstream-v0`` logs does too."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dsh_llm import ImageBlock, OtherSource, ToolResultMessage, UserMessage
+from dsh_llm import (
+    AssistantMessage,
+    ImageBlock,
+    Message,
+    OtherSource,
+    PluginSource,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+)
 from dsh_session import (
     Session,
     SessionEvent,
     decode_header_line,
     decode_rows,
     encode_rows,
+    is_known_event_type,
     legacy_message_id,
 )
 
@@ -36,8 +48,8 @@ def _named(stem: str) -> Path:
     return path
 
 
-def test_there_are_sixteen_real_logs_and_eleven_v0_logs() -> None:
-    assert (len(REAL), len(V0)) == (16, 11)
+def test_there_are_eighteen_real_logs_and_eleven_v0_logs() -> None:
+    assert (len(REAL), len(V0)) == (18, 11)
 
 
 @pytest.mark.parametrize("path", REAL + V0, ids=[p.stem for p in REAL + V0])
@@ -180,3 +192,106 @@ def test_old_turn_end_reasons_project_to_the_current_ones(
     assert reason in [e.to_wire()["data"]["reason"] for e in ends]
     stored = [e.to_wire()["data"]["reason"] for e in events if e.type == "turn/end"]
     assert reason not in stored
+
+
+# -- compaction-recovery: the compaction records, before and after their rename ------------
+
+COMPACTION_RECOVERY = ("aacab0cafd", "b80290ea4e")  # compaction/* names, then compact/* names
+COMPACTION_ID = "338e88fa-e78b-4d49-bd38-8f919e85f5e1"
+SUMMARY = "The request established a durable compaction premise."
+
+
+def _recovery(commit: str) -> tuple[Session, list[SessionEvent], list[bytes]]:
+    return _load(_named(f"compaction-recovery--session--{commit}"))
+
+
+def _text(message: Message) -> str:
+    return "".join(b.text for b in message.content if isinstance(b, TextBlock))
+
+
+def _without_ids(messages: list[Message]) -> list[Message]:
+    """The two snapshots were recorded separately, so each message has its own random id."""
+    return [m.model_copy(update={"id": None}) for m in messages]
+
+
+@pytest.mark.parametrize("commit", COMPACTION_RECOVERY)
+def test_a_compaction_recovery_log_derives_the_checkpoint_and_the_continued_turn(
+    commit: str,
+) -> None:
+    session, events, _ = _recovery(commit)
+    assert session.surface == (21, 13, 15, 28)
+    assert session.replace_generation == 1
+    checkpoint, call, result, final = session.derive_messages()
+    assert isinstance(checkpoint, UserMessage)
+    assert isinstance(checkpoint.source, PluginSource)
+    assert checkpoint.source.plugin == "compact"
+    assert checkpoint.source.to_wire()["compactionId"] == COMPACTION_ID
+    assert "<compacted-summary>" in _text(checkpoint)
+    assert SUMMARY in _text(checkpoint)
+    assert checkpoint.id == events[21].to_wire()["data"]["id"]
+    assert isinstance(call, AssistantMessage)
+    (block,) = call.content
+    assert isinstance(block, ToolCallBlock)
+    assert block.id == "call_compaction_marker"
+    assert isinstance(result, ToolResultMessage)
+    assert result.result.tool_call_id == "call_compaction_marker"
+    assert isinstance(final, AssistantMessage)
+    assert _text(final) == "COMPACTION RECOVERED"
+    prompt = events[4].to_wire()["data"]["id"]  # the original prompt, shadowed by the checkpoint
+    assert prompt not in [m.id for m in session.derive_messages()]
+    assert [e.type for e in session.events][19:23] == [
+        "compaction/start",
+        "compaction/summary",
+        "user/message",
+        "compaction/end",
+    ]
+
+
+@pytest.mark.parametrize("commit", COMPACTION_RECOVERY)
+def test_a_compaction_recovery_log_replays_to_the_same_messages(commit: str) -> None:
+    session, _, _ = _recovery(commit)
+    replayed = Session(session.header, session.events)
+    assert replayed.derive_messages() == session.derive_messages()
+    assert replayed.replace_generation == session.replace_generation == 1
+    assert list(replayed.events) == list(session.events)
+
+
+def test_the_old_compact_names_read_as_the_current_ones_and_stay_on_disk() -> None:
+    """Before commit aacab0cafd (2026-08-13) the harness wrote ``compact/*``; read with an
+    alias the log is the renamed one: same types, data, surface and messages."""
+    old, stored, lines = _recovery("b80290ea4e")
+    new, _, _ = _recovery("aacab0cafd")
+    assert [stored[seq].type for seq in (19, 20, 22)] == [
+        "compact/start",
+        "compact/summary",
+        "compact/end",
+    ]
+    renamed = {19: "compaction/start", 20: "compaction/summary", 22: "compaction/end"}
+    for seq, current in renamed.items():
+        assert old.events[seq].type == current
+        assert old.events[seq].to_wire() == {**stored[seq].to_wire(), "type": current}
+    assert [e.type for e in old.events] == [e.type for e in new.events]
+    assert old.surface == new.surface
+    assert _without_ids(old.derive_messages()) == _without_ids(new.derive_messages())
+    assert all(is_known_event_type(e.type) for e in stored)  # a write open resumes it
+    assert b'"type":"compact/start"' in lines[20]  # the stored rows are not rewritten
+    assert encode_rows(stored, pack_chunks=False) == lines[1:]
+
+
+@pytest.mark.parametrize("commit", COMPACTION_RECOVERY)
+def test_a_restored_compaction_recovery_log_is_continued(commit: str) -> None:
+    session, stored, _ = _recovery(commit)
+    user: dict[str, Any] = {
+        "content": [{"type": "text", "text": "and now?"}],
+        "source": {"kind": "user"},
+    }
+    session.append("turn/start", {"turn": 2}, time=1786123402000)
+    session.append("step/start", {"turn": 2, "step": 1}, time=1786123402001)
+    session.append("user/message", user, time=1786123402002)
+    session.append("step/end", {"turn": 2, "step": 1}, time=1786123402003)
+    session.append("turn/end", {"turn": 2, "reason": {"kind": "completed"}}, time=1786123402004)
+    assert session.surface == (21, 13, 15, 28, 33)
+    assert len(session.derive_messages()) == 5
+    reread = Session(session.header, [*stored, *list(session.events)[len(stored) :]])
+    assert list(reread.events) == list(session.events)
+    assert reread.derive_messages() == session.derive_messages()

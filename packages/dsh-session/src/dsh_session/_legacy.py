@@ -1,11 +1,14 @@
-"""Logs from before the TypeScript harness's react-loop change, projected at load.
+"""Logs from before two TypeScript harness record changes, projected at load.
 
 The harness changed four durable records without a format version bump (its bug-fix note of
 2026-08-04, "load sessions from the pre-react-loop format"), and still loads logs that hold the
-old ones by projecting each into its current equivalent when it reads them. A :class:`Session`
-restored from stored events does the same, so such a log derives and resumes; the stored
-artifact is never rewritten (a backend's read returns the events as stored, and a resume only
-appends current-shape events after them).
+old ones by projecting each into its current equivalent when it reads them. It later renamed
+its compaction events (2026-08-13, commit ``aacab0cafd``: ``compact/*`` became
+``compaction/*``) with no read alias; logs written before hold the old names, and are read here
+as the harness would read them had it kept an alias. A :class:`Session` restored from stored
+events projects both, so such a log derives and resumes; the stored artifact is never rewritten
+(a backend's read returns the events as stored, and a resume only appends current-shape events
+after them).
 
 - ``steering/message`` ``{turn, content, source}`` becomes the identified ``user/message``
   ``{content, source, id, role: "user"}`` (``id`` is ``legacy-message:<session id>:<seq>``);
@@ -17,6 +20,10 @@ appends current-shape events after them).
   ``{kind: "error", step, failure: {message, code, ...}}`` and
   ``{kind: "error", step, message, code?}`` become ``{kind: "error", error: {message, code}}``
   (``code`` ``UNKNOWN`` when absent).
+- ``compact/start``, ``compact/summary``, ``compact/end`` and ``compact/prune`` become
+  ``compaction/start``, ``compaction/summary``, ``compaction/end`` and ``compaction/prune``:
+  only the type changes (seq, time, data and every other envelope key are kept); the data must
+  be a JSON object, as every record of these types the harness wrote has.
 
 Recognition is by exact shape, as the harness does it: a record that has the old shape but not
 exactly (an extra key, a turn that is not a positive safe integer, a trigger without a kind)
@@ -37,6 +44,11 @@ from dsh_session._vocabulary import LEGACY_EVENT_TYPES
 
 PROJECTED_EVENT_TYPES: frozenset[str] = LEGACY_EVENT_TYPES | {"turn/start", "turn/end"}
 """The types whose stored records :func:`project_stored_event` may change."""
+
+_RENAMED: dict[str, str] = {
+    f"compact/{name}": f"compaction/{name}" for name in ("start", "summary", "end", "prune")
+}
+"""The compaction types renamed on 2026-08-13, old name to current name."""
 
 _FAILURE_OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "status": (int, float),
@@ -79,9 +91,28 @@ def _safe_int(value: object, minimum: int = -MAX_SAFE_INTEGER) -> bool:
     return type(value) is int and minimum <= value <= MAX_SAFE_INTEGER
 
 
+def _era(event_type: str) -> str:
+    return "pre-rename" if event_type in _RENAMED else "pre-react-loop"
+
+
 def _malformed(event: SessionEvent, what: str, problem: str) -> SessionValidationError:
     return SessionValidationError(
-        f"malformed pre-react-loop {what}: {problem}", code="LEGACY", seq=event.seq
+        f"malformed {_era(event.type)} {what}: {problem}", code="LEGACY", seq=event.seq
+    )
+
+
+def legacy_append_refusal(event_type: str) -> str:
+    """Why a legacy type (one of ``LEGACY_EVENT_TYPES``) cannot be appended, naming the form to
+    append instead."""
+    current = _RENAMED.get(event_type)
+    if current is not None:
+        return (
+            f"event type {event_type!r} is only read from logs written before the harness "
+            f"renamed its compaction events (a restore projects it); append {current!r} instead"
+        )
+    return (
+        f"event type {event_type!r} is only read from pre-react-loop logs (a restore projects "
+        "it); append its current form instead"
     )
 
 
@@ -198,9 +229,18 @@ def _turn_end(event: SessionEvent) -> JsonObject | None:
     return {**data, "reason": current}
 
 
+def _renamed(event: SessionEvent, current: str) -> SessionEvent:
+    wire = dict(event.to_wire())
+    if type(wire.get("data")) is not dict:
+        raise _malformed(event, event.type, "data must be an object")
+    wire["type"] = current
+    return _wrap(event, wire)
+
+
 def project_stored_event(event: SessionEvent, session_id: str) -> SessionEvent:
-    """The event a stored pre-react-loop record stands for in the current format, or ``event``
-    itself when it needs no projection (see the module docs for the mapping).
+    """The event a stored old record (pre-react-loop, or a ``compact/*`` one from before the
+    rename) stands for in the current format, or ``event`` itself when it needs no projection
+    (see the module docs for the mapping).
 
     ``session_id`` names the session (the imported message id contains it). Raises
     :class:`SessionValidationError` (code ``LEGACY``, naming the seq) for a record with an old
@@ -213,7 +253,9 @@ def project_stored_event(event: SessionEvent, session_id: str) -> SessionEvent:
         data = _turn_start(event)
     elif kind == "turn/end":
         data = _turn_end(event)
-    elif kind in LEGACY_EVENT_TYPES:
+    elif kind in _RENAMED:
+        return _renamed(event, _RENAMED[kind])
+    elif kind == "steering/message":
         wire = dict(event.to_wire())
         wire["type"] = "user/message"
         wire["data"] = _steering(event, session_id)
@@ -232,7 +274,7 @@ def _wrap(event: SessionEvent, wire: JsonObject) -> SessionEvent:
         return wrap_wire(wire)
     except EventDecodeError as exc:
         raise SessionValidationError(
-            f"pre-react-loop {event.type} projects to a malformed event: {exc.reason}",
+            f"{_era(event.type)} {event.type} projects to a malformed event: {exc.reason}",
             code="LEGACY",
             seq=event.seq,
         ) from exc

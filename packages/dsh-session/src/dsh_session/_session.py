@@ -26,7 +26,11 @@ from dsh_session._json import (
     JsonValue,
     _check,
 )
-from dsh_session._legacy import may_need_projection, project_stored_event
+from dsh_session._legacy import (
+    legacy_append_refusal,
+    may_need_projection,
+    project_stored_event,
+)
 from dsh_session._request_header import EpochHeader, header_of_event
 from dsh_session._surface import SurfacePlan, SurfaceState, plan_surface
 from dsh_session._vocabulary import (
@@ -102,7 +106,8 @@ class Session:
     ``Session(header, events)`` restores a log: every event is validated (seq equals index,
     envelope, lossless JSON, surface transition) exactly like an append, after the records of a
     pre-react-loop log are projected to their current form (``steering/message``, ``turn/start``
-    ``trigger``, old ``turn/end`` reasons: see :func:`~dsh_session.project_stored_event`); so
+    ``trigger``, old ``turn/end`` reasons) and the ``compact/*`` records of a log from before the
+    compaction rename to ``compaction/*`` (see :func:`~dsh_session.project_stored_event`); so
     :attr:`events` can differ from the stored events, which stay as they were. ``append`` and
     ``append_event`` validate before they commit (a refused event changes nothing), then notify
     subscribers in order; a subscriber's exception is logged, never raised to the appender, and
@@ -305,8 +310,7 @@ class Session:
     def _append(self, event: SessionEvent, *, checked: bool) -> SessionEvent:
         if isinstance(event, _Event) and event.type in LEGACY_EVENT_TYPES:
             raise SessionValidationError(
-                f"event type {event.type!r} is only read from pre-react-loop logs (a restore "
-                "projects it); append its current form instead",
+                legacy_append_refusal(event.type),
                 code="LEGACY",
                 seq=event.seq,
             )

@@ -68,9 +68,12 @@ SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
 """The surface-eligible types of format v0: they carry ``surfaceOp``."""
 
 
-LEGACY_EVENT_TYPES: frozenset[str] = frozenset({"steering/message"})
-"""Types only logs from before the harness's react-loop change hold (its bug-fix note of
-2026-08-04): known, read through a projection (:func:`~dsh_session.project_stored_event`), never
+LEGACY_EVENT_TYPES: frozenset[str] = frozenset(
+    {"steering/message", "compact/start", "compact/summary", "compact/end", "compact/prune"}
+)
+"""Types only old logs hold: ``steering/message`` (before the harness's react-loop change, its
+bug-fix note of 2026-08-04) and ``compact/*`` (before its rename to ``compaction/*`` of
+2026-08-13): known, read through a projection (:func:`~dsh_session.project_stored_event`), never
 appended."""
 
 
