@@ -269,3 +269,27 @@ async def test_a_hanging_model_is_cancelled_with_nothing_logged_as_an_answer(
     await agent.wait_idle()
     assert of_type(agent.session.events, "assistant/message") == []
     assert data(agent.session.events[-1])["reason"]["kind"] == "aborted"
+
+
+async def test_request_context_names_the_window_the_routed_model_reports(
+    make_loop: MakeLoop,
+) -> None:
+    model = ScriptedModel([text_response("one"), text_response("two")], context_window=64_000)
+    loop = make_loop(model)
+    agent = await loop.create("w", options=OPTIONS)
+    agent.followup("a")
+    await agent.wait_idle()
+    agent.followup("b")
+    await agent.wait_idle()
+    contexts = of_type(agent.session.events, "request/context")
+    assert [data(event) for event in contexts] == [
+        {"provider": "scripted", "model": "demo", "contextWindow": 64_000}
+    ]  # logged once: the route and its window did not change
+    unknown = make_loop(ScriptedModel([text_response("x")]))
+    other = await unknown.create("u", options=OPTIONS)
+    other.followup("a")
+    await other.wait_idle()
+    assert data(of_type(other.session.events, "request/context")[0]) == {
+        "provider": "scripted",
+        "model": "demo",
+    }

@@ -94,7 +94,11 @@ class LoopAgent:
         self._on_closed = on_closed
         self.inbox = Inbox()
         self.builder = RequestBuilder(
-            session, seed=options.request_config(), system=system, extensions=runtime.extensions
+            session,
+            seed=options.request_config(),
+            system=system,
+            extensions=runtime.extensions,
+            window_of=runtime.window_of,
         )
         self._prefix: tuple[Message, ...] | None = None
         self._last_turn = _last_turn(session)

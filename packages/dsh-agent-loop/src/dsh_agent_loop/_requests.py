@@ -3,13 +3,14 @@
 A request is a pure function of the log: ``messagePrefix + derive_messages()`` and the folded
 ``request/header``. The builder logs the header before the request leaves (on an instance's first
 request always, with reason ``initial`` or ``resume``; later only when it changed, with reason
-``change``) and ``request/context`` whenever the route changes.
+``change``) and ``request/context`` ``{provider, model, contextWindow?}`` whenever the route or
+the window the routed model reports changes.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -79,8 +80,10 @@ class RequestBuilder:
         seed: RequestConfig,
         system: str | None,
         extensions: Extensions,
+        window_of: Callable[[RequestConfig], int | None] | None = None,
     ) -> None:
         self._session = session
+        self._window_of = window_of
         self._seed = seed
         self._system = system or None
         self._extensions = extensions
@@ -132,13 +135,18 @@ class RequestBuilder:
             self._last_key = key
             self._last_folded = session.request_header
         self._first = False
+        window = self._window_of(config) if self._window_of is not None else None
         route = session.request_context
         if (
             route is None
             or route.get("provider") != config.provider
             or route.get("model") != config.model
+            or route.get("contextWindow") != window
         ):
-            session.append("request/context", {"provider": config.provider, "model": config.model})
+            logged: dict[str, Any] = {"provider": config.provider, "model": config.model}
+            if window is not None:
+                logged["contextWindow"] = window
+            session.append("request/context", logged)
         request = model_request(
             config,
             system=self._system,

@@ -173,7 +173,7 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
             except AgentLoopError as error:
                 runtime.invariant_failures.append(error)
                 raise
-        model = runtime.models.get(config.provider, runtime.default_model)
+        model = runtime.model_for(config.provider)
         if model is None:
             raise NoModelError(agent.id, config.provider, sorted(runtime.models))
         agent.raise_if_aborting()  # cancelled while the request was built: no model call
