@@ -28,6 +28,7 @@ from dsh_compaction._estimate import (
     estimate_message,
     utf16_length,
 )
+from dsh_compaction._invariant import CompactionInvariantError, check_compaction_log
 from dsh_compaction._meter import (
     Baseline,
     BaselineKind,
@@ -68,6 +69,7 @@ __all__ = [
     "CompactionConfig",
     "CompactionError",
     "CompactionErrorCode",
+    "CompactionInvariantError",
     "CompactionPolicy",
     "CompactionRange",
     "CompactionResult",
@@ -87,6 +89,7 @@ __all__ = [
     "TokenMeasurement",
     "TokenMeter",
     "balanced_cuts",
+    "check_compaction_log",
     "checkpoint_content",
     "estimate_content",
     "estimate_envelope",
