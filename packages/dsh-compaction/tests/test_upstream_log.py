@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import FakeAgent
 
 from dsh_agent import AgentOptions, RequestConfig, RequestError, Retry
 from dsh_compaction import CompactionConfig, Compactor, TokenMeter, check_compaction_log
 from dsh_llm import LlmFailure, Usage
 from dsh_llm.testing import ScriptedModel, text_response
 from dsh_session import Session, SessionEvent, decode_header_line, decode_rows
+from support import FakeAgent
 
 FIXTURES = sorted((Path(__file__).parent / "fixtures").glob("*.jsonl"))
 SUMMARY = "The request established a durable compaction premise."
@@ -22,7 +22,7 @@ SUMMARY = "The request established a durable compaction premise."
 
 def load(path: Path, upto: int | None = None) -> tuple[Session, list[SessionEvent]]:
     lines = path.read_bytes()[:-1].split(b"\n")
-    header, inherited = decode_header_line(lines[0])
+    header, _inherited = decode_header_line(lines[0])
     events, _ = decode_rows(lines[1:], 0)
     session = Session(header, events if upto is None else events[:upto])
     return session, list(session.events)
