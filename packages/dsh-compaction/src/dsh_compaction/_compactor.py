@@ -84,6 +84,7 @@ class Compactor:
         self._summarizer = summarizer
         self._states: weakref.WeakKeyDictionary[Session, BracketState] = weakref.WeakKeyDictionary()
         self._warned: set[tuple[str, str]] = set()
+        self._policies: dict[tuple[str | None, str | None], CompactionPolicy] = {}
 
     # -- mounting ---------------------------------------------------------------------------
 
@@ -122,7 +123,10 @@ class Compactor:
 
     def policy(self, provider: str | None, model: str | None) -> CompactionPolicy:
         """The policy for a route (the defaults merged with its override)."""
-        return self.config.policy(provider, model)
+        policy = self._policies.get((provider, model))
+        if policy is None:
+            policy = self._policies[(provider, model)] = self.config.policy(provider, model)
+        return policy
 
     def _model(self, provider: str) -> Model | None:
         return self._models.get(provider, self._default)
