@@ -49,7 +49,7 @@ from dsh_tools import ToolDefinition, ToolExecution, ToolRegistry
 
 OPTIONS = AgentOptions(provider="scripted", model="m")
 OVERFLOW = "CONTEXT_WINDOW_EXCEEDED"
-TIMEOUT = 120.0
+TIMEOUT = 10.0
 """Seconds the crash child may take to reach a marker: a safety net, not a speed bar."""
 
 BIG_PROMPT = "Please look into the build failure of the parser module. " * 40  # ~2,300 chars
@@ -534,3 +534,97 @@ async def test_cancel_mid_summary_closes_the_bracket_and_aborts_the_turn() -> No
         assert [d for d in map(data, of_type(events, "step/start")) if d["turn"] == 2] == []
         assert len(conversation(model)) == 1  # the aborted turn sent no conversation request
         assert_replays(agent.session)
+
+
+# -- 9-10: manual compaction, replay ---------------------------------------------------------
+
+
+async def test_manual_compaction_of_an_idle_agent_and_a_followup_during_it() -> None:
+    release = asyncio.Event()
+    writing = asyncio.Event()
+
+    def gated(model: Model) -> Callable[[SummaryRequest], Any]:
+        async def summarize(request: SummaryRequest) -> Summary:
+            writing.set()
+            await release.wait()
+            blocks = ({"type": "text", "text": "- the user asked about the parser build"},)
+            return Summary(blocks=blocks, provider=request.provider, model=request.model)
+
+        return summarize
+
+    model = scripted([text_response("looked at it"), text_response("next answer")])
+    extensions, compactor = mount(model, CompactionConfig(), summarizer=gated)
+    async with running(model, extensions) as (_loop, agent):
+        agent.followup(BIG_PROMPT)
+        await agent.wait_idle()
+        flushes = 0
+
+        async def flush() -> None:
+            nonlocal flushes
+            flushes += 1
+            await agent.flush()
+
+        async def manual() -> Any:
+            async with agent.maintenance():
+                return await compactor.compact_now(agent, flush=flush)
+
+        task = asyncio.ensure_future(manual())
+        await asyncio.wait_for(writing.wait(), TIMEOUT)
+        # another compaction while this one is in flight: busy, nothing logged
+        logged = len(agent.session.events)
+        with pytest.raises(CompactionError) as busy:
+            await compactor.compact_now(agent)
+        assert busy.value.code == "busy"
+        assert len(agent.session.events) == logged
+        agent.followup("what next?")  # accepted, held until the compaction is done
+        assert of_type(agent.session.events, "turn/start")[-1].to_wire()["data"]["turn"] == 1
+        release.set()
+        result = await task
+        await agent.wait_idle()
+        assert result is not None
+        assert flushes == 1
+        events = agent.session.events
+        start = of_type(events, "compaction/start")[0]
+        end = of_type(events, "compaction/end")[0]
+        assert data(start)["turn"] is None
+        assert data(end) == {"compactionId": data(start)["compactionId"], "turn": None}
+        turn_one_end = of_type(events, "turn/end")[0].seq
+        turn_two = of_type(events, "turn/start")[1]
+        assert turn_one_end < start.seq < end.seq < turn_two.seq
+        assert data(turn_two) == {"turn": 2}  # the bracket consumed no turn number
+        assert turn_ends(events)[-1] == {"turn": 2, "reason": {"kind": "completed"}}
+        last = conversation(model)[-1]
+        assert is_checkpoint(last.messages[0])
+        assert all(BIG_PROMPT.strip() not in text_of(m) for m in last.messages)
+        assert "what next?" in text_of(last.messages[-1])
+        assert not compactor.busy(agent.session)
+        assert_replays(agent.session)
+
+
+async def test_a_replay_of_a_log_with_overflow_and_manual_checkpoints() -> None:
+    model = scripted(
+        [
+            echo_call("c1"),
+            overflow(),
+            summary_text("- overflow checkpoint"),
+            text_response("fixed"),
+            text_response("and more " * 20),
+            summary_text("- manual checkpoint"),
+        ]
+    )
+    extensions, compactor = mount(model, CompactionConfig())
+    async with running(model, extensions) as (_loop, agent):
+        agent.followup(BIG_PROMPT)
+        await agent.wait_idle()
+        agent.followup("what else?")
+        await agent.wait_idle()
+        async with agent.maintenance():
+            assert await compactor.compact_now(agent) is not None
+        session = agent.session
+        assert len(of_type(session.events, "compaction/summary")) == 2
+        assert session.replace_generation == 2
+        replay = Session(session.header, list(session.events))
+        assert replay.derive_messages() == session.derive_messages()
+        assert replay.replace_generation == session.replace_generation
+        assert replay.surface == session.surface
+        check_compaction_log(list(session.events))
