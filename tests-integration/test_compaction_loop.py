@@ -26,7 +26,10 @@ from dsh_compaction import (
     CHECKPOINT_PLUGIN,
     INSTRUCTION_PLUGIN,
     CompactionConfig,
+    CompactionError,
     Compactor,
+    Summary,
+    SummaryRequest,
     check_compaction_log,
 )
 from dsh_llm import (
