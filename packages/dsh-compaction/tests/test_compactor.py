@@ -15,6 +15,7 @@ from dsh_compaction import (
     PruneConfig,
     Summary,
     SummaryRequest,
+    check_compaction_log,
 )
 from dsh_llm import LlmFailure, ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response
@@ -320,3 +321,30 @@ async def test_a_resumed_session_ignores_an_orphan_from_before() -> None:
         listener(agent, "resume")  # type: ignore[arg-type]
     assert not compacting.busy(log.session)
     assert isinstance(await compacting._request_error(overflow(agent)), Retry)
+
+
+async def test_a_resume_closes_an_owner_less_orphan_and_the_log_stays_valid() -> None:
+    log = long_log()
+    log.end_turn()
+    log.session.append(
+        "compaction/start", {"compactionId": "crashed", "sourceCommandId": "c9", "turn": None}
+    )
+    compacting, _ = compactor(None)
+    extensions = Extensions()
+    compacting.install(extensions)
+    agent = FakeAgent(log.session)
+    for listener in extensions.session_start:
+        listener(agent, "resume")  # type: ignore[arg-type]
+    assert log.session.events[-1].data == {
+        "compactionId": "crashed",
+        "sourceCommandId": "c9",
+        "turn": None,
+        "error": "stale: the process that started this compaction ended first",
+    }
+    assert not compacting.busy(log.session)
+    assert await compacting.compact_now(agent) is not None
+    check_compaction_log(log.session.events)
+    for listener in extensions.session_start:
+        listener(agent, "resume")  # nothing open: nothing appended
+    assert log.session.events[-1].type == "compaction/end"
+    assert len(of_type(log.session, "compaction/end")) == 2

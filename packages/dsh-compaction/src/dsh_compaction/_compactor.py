@@ -112,8 +112,26 @@ class Compactor:
     def _session_start(self, agent: Agent, source: SessionStartSource) -> None:
         # everything logged before this process took the session over is a past lifecycle: a
         # compaction/start left unmatched there is a crash remnant, not a lock
-        state = self._state(agent.session)
-        state.lifecycle_start = agent.session.next_seq
+        session = agent.session
+        state = self._state(session)
+        orphan = state.open_bracket
+        if source == "resume" and orphan is not None and orphan.turn is None:
+            # an owner-less (manual) bracket no closer of the resume ends: close it, so the
+            # log states that it never finished (a turn's bracket ends with its interrupted turn)
+            started: Any = session.events[orphan.seq].data
+            ids = {"compactionId": orphan.compaction_id}
+            if isinstance(started, dict) and "sourceCommandId" in started:
+                ids["sourceCommandId"] = started["sourceCommandId"]
+            session.append(
+                "compaction/end",
+                {
+                    **ids,
+                    "turn": None,
+                    "error": "stale: the process that started this compaction ended first",
+                },
+            )
+            state.catch_up(session)
+        state.lifecycle_start = session.next_seq
 
     # -- reading ------------------------------------------------------------------------------
 
