@@ -306,3 +306,11 @@ def test_the_fold_is_incremental() -> None:
         measured = meter.measure(log.session)
         assert measured.log_revision == log.session.next_seq
     assert len(measured.nodes) == 100
+
+
+def test_a_node_whose_content_is_not_blocks_is_refused_naming_it() -> None:
+    log = Log()
+    log.start_turn()
+    log.session.append("user/message", {"content": ["not a block"], "source": {"kind": "user"}})
+    with pytest.raises(MeterError, match=r"seq 1: user/message content is not a list of blocks"):
+        TokenMeter().measure(log.session)

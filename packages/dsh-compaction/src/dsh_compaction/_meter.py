@@ -23,6 +23,8 @@ from pydantic import ValidationError
 
 from dsh_compaction._errors import MeterError
 from dsh_compaction._estimate import (
+    ROLE_OVERHEAD,
+    estimate_content,
     estimate_envelope,
     estimate_message,
     estimate_wire_message,
@@ -32,9 +34,7 @@ from dsh_session import (
     EpochHeader,
     Session,
     SessionEvent,
-    SessionValidationError,
     SurfaceReplace,
-    project_message,
 )
 
 __all__ = ["Baseline", "BaselineKind", "PricedNode", "TokenMeasurement", "TokenMeter"]
@@ -162,18 +162,35 @@ class _State:
         self.anchor: _Anchor | None = None
 
 
-def _node_message(session: Session, event: SessionEvent) -> Message | None:
-    try:
-        return project_message(event)
-    except SessionValidationError as error:
-        raise MeterError(session.id, event.seq, error.args[0]) from None
+def _node_content(session: Session, event: SessionEvent) -> list[Any] | None:
+    """The content of the message a surface event stands for, read from its wire data (the
+    shapes ``project_message`` knows), or ``None`` for a node that derives to nothing."""
+    data: Any = event.data
+    if not isinstance(data, dict):
+        raise MeterError(session.id, event.seq, f"{event.type} data is not an object")
+    kind = event.type
+    if kind == "tool/result" and "message" not in data:
+        content: Any = [{"type": "tool-result", "content": data.get("content")}]
+    elif "message" in data and kind != "user/message":
+        message = data["message"]
+        content = message.get("content") if isinstance(message, dict) else None
+    else:
+        content = data.get("content")
+    if kind == "assistant/message" and not content:
+        return None  # the empty assistant node (usage only)
+    if not isinstance(content, list) or not all(isinstance(block, dict) for block in content):
+        raise MeterError(session.id, event.seq, f"{event.type} content is not a list of blocks")
+    for block in content:
+        if block.get("type") == "tool-result" and not isinstance(block.get("content"), list):
+            raise MeterError(session.id, event.seq, "a tool result's content is not a list")
+    return content
 
 
-def _tool_balance(event: SessionEvent, message: Message | None) -> int:
+def _tool_balance(event: SessionEvent, content: list[Any] | None) -> int:
     if event.type == "tool/result":
         return -1
-    if event.type == "assistant/message" and message is not None:
-        return sum(1 for block in message.content if block.type == "tool-call")
+    if event.type == "assistant/message" and content is not None:
+        return sum(1 for block in content if block.get("type") == "tool-call")
     return 0
 
 
@@ -327,11 +344,11 @@ class TokenMeter:
         op = event.surface_op
         if op is None:
             return
-        message = _node_message(session, event)
-        tokens = 0 if message is None else estimate_message(message)
-        node = PricedNode(event.seq, tokens, _tool_balance(event, message))
+        content = _node_content(session, event)
+        tokens = 0 if content is None else estimate_content(content) + ROLE_OVERHEAD
+        node = PricedNode(event.seq, tokens, _tool_balance(event, content))
         anchor = (
-            self._anchor(session, state, event, message) if kind == "assistant/message" else None
+            self._anchor(session, state, event, tokens) if kind == "assistant/message" else None
         )
         if isinstance(op, SurfaceReplace):
             start, end = state.positions.get(op.start), state.positions.get(op.end)
@@ -352,14 +369,13 @@ class TokenMeter:
             state.anchor = anchor
 
     def _anchor(
-        self, session: Session, state: _State, event: SessionEvent, message: Message | None
+        self, session: Session, state: _State, event: SessionEvent, durable: int
     ) -> _Anchor:
         data: Any = event.data
         opened = state.step_start
         if opened is None or (opened.turn, opened.step) != (data.get("turn"), data.get("step")):
             raise MeterError(session.id, event.seq, "assistant/message outside its open step")
         usage = data.get("usage")
-        durable = 0 if message is None else estimate_message(message)
         if isinstance(usage, dict) and state.header is not None:
             cited = event.source_event_seqs
             if cited is None:
