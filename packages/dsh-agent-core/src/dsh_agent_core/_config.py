@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from dsh_agent import ApprovalPolicy
 from dsh_agent_core._errors import ConfigError
+from dsh_compaction import CompactionConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
 from dsh_shell import SANDBOX_MODES, SandboxMode
 
@@ -202,6 +203,8 @@ class Config(BaseModel):
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     bash: BashConfig = Field(default_factory=BashConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    """``[compaction]``: when and how sessions are compacted (``dsh_compaction``'s keys)."""
     profile: str | None = None
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
@@ -293,7 +296,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _validation_error(source: str, error: ValidationError) -> ConfigError:
     first = error.errors(include_url=False, include_input=False)[0]
     key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    return ConfigError(f"{source}: {key}", first["msg"])
+    message = first["msg"].removeprefix("Value error, ")  # a validator's own sentence
+    return ConfigError(f"{source}: {key}", message)
 
 
 def load_config(

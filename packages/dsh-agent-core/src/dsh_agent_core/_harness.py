@@ -20,12 +20,13 @@ from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
 from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow, iso_time
 from dsh_agent_core._titles import FallbackTitles, title_of_events
-from dsh_agent_loop import AgentLoop, LoopAgent
+from dsh_agent_loop import AgentBusyError, AgentLoop, LoopAgent
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
 from dsh_bash_sandbox import SandboxExecutor, SandboxProbe
+from dsh_compaction import CompactionError, CompactionResult, Compactor
 from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
-from dsh_persistence import SessionPersistence, SessionSnapshot
+from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
@@ -92,6 +93,28 @@ def sandbox_policy(config: Config) -> SandboxPolicy:
     )
 
 
+_COMPACTION_FAILURES: dict[str, str] = {
+    "busy": "another compaction or a turn of it is in progress; try again once it is idle",
+    "summary": "the model's summary failed ({detail}); the conversation is unchanged and the "
+    "attempt is logged",
+    "changed": "the conversation changed while the summary was written; it is unchanged and "
+    "the attempt is logged",
+    "commit": "the checkpoint could not be logged whole and may be partly logged ({detail}); "
+    "inspect the session with dsh sessions show",
+    "persistence": "it was compacted but not saved: the log could not be made durable ({detail})",
+    "config": "compaction is not configured for its model ({detail})",
+}
+
+
+def compaction_failure(error: CompactionError) -> str:
+    """The one sentence a shell user reads for a failed compaction, by its code."""
+    template = _COMPACTION_FAILURES.get(error.code, "the compaction failed ({detail})")
+    detail = error.message
+    if error.code == "summary" and error.failure_code is not None:
+        detail = f"{error.failure_code}: {detail}"
+    return f"session {error.session_id!r} was not compacted: " + template.format(detail=detail)
+
+
 def _canonical_cwd(cwd: str | os.PathLike[str]) -> str:
     path = os.path.realpath(os.fspath(cwd))
     if not os.path.isdir(path):
@@ -143,6 +166,9 @@ class Harness:
         else:
             self.skills = None
         self.extensions.request.add(FallbackTitles())
+        # compaction first: the runtime context then sees the surface the step will send
+        self.compactor = Compactor(self.models, config.compaction)
+        self._compaction = self.compactor.install(self.extensions)
         self.extensions.pre_step.add(RuntimeContext())
         bash = BashTool(
             self.executor,
@@ -363,6 +389,49 @@ class Harness:
             agent.followup(prompt)
         return agent
 
+    # -- compaction -------------------------------------------------------------------------
+
+    async def compact(self, session_id: str) -> CompactionResult | None:
+        """Compact an idle session now: all of its conversation but the newest exchange becomes
+        one checkpoint, in a bracket no turn owns, made durable before this returns. A live
+        agent of this harness is held idle meanwhile; a stored one is resumed, compacted and
+        closed. The summary call goes to the session's logged route (or the configured
+        ``summarization_*`` one). ``None``: nothing to compact yet (nothing logged).
+
+        Raises :class:`DshError` with one sentence: the agent is running a turn, the session is
+        open in another process, or the compaction failed (by its code); an unknown id raises
+        the persistence's not-found error, as every session command does."""
+        agent = self.get(session_id)
+        if agent is not None:
+            if agent.status == "running":
+                raise DshError(
+                    f"session {session_id!r} is running a turn; compact it once it is idle"
+                )
+            return await self._compact_held(agent)
+        try:
+            agent = await self.resume(session_id)
+        except SessionAlreadyOwnedError:
+            raise DshError(
+                f"session {session_id!r} is open in another process (or another harness); "
+                "compact it there, or once that process has closed it"
+            ) from None
+        try:
+            return await self._compact_held(agent)
+        finally:
+            await agent.aclose()
+
+    async def _compact_held(self, agent: LoopAgent) -> CompactionResult | None:
+        try:
+            async with agent.maintenance():
+                return await self.compactor.compact_now(agent, flush=agent.flush)
+        except AgentBusyError as error:
+            raise DshError(
+                f"session {agent.id!r} cannot be compacted now: {error.why}; try again once it "
+                "is idle"
+            ) from None
+        except CompactionError as error:
+            raise DshError(compaction_failure(error)) from error
+
     # -- inspection -------------------------------------------------------------------------
 
     async def sessions(self) -> list[SessionSnapshot]:
@@ -451,6 +520,7 @@ class Harness:
             *(loop.aclose() for loop in list(self._loops.values())), return_exceptions=True
         )
         failures: list[BaseException] = [r for r in loops if isinstance(r, BaseException)]
+        self._compaction.dispose()  # no agent steps any more
         results = await asyncio.gather(
             self.jobs.aclose(),
             *(model.aclose() for model in self._provider_models.values()),

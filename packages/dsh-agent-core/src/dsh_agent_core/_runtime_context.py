@@ -88,16 +88,24 @@ class RuntimeContext:
     """
 
     def __init__(self) -> None:
-        self._last: WeakKeyDictionary[Session, tuple[int, list[Any] | None]] = WeakKeyDictionary()
+        self._last: WeakKeyDictionary[Session, tuple[int, list[Any] | None, int | None, int]] = (
+            WeakKeyDictionary()
+        )
 
     def _last_snapshot(self, session: Session) -> list[Any] | None:
-        seen, last = self._last.get(session, (0, None))
+        seen, last, last_seq, generation = self._last.get(session, (0, None, None, 0))
         events = session.events
         for index in range(seen, len(events)):
             if events[index].type == "user/message":
                 sections = _snapshot_sections(events[index].data)
-                last = sections if sections is not None else last
-        self._last[session] = (len(events), last)
+                if sections is not None:
+                    last, last_seq = sections, events[index].seq
+        if generation != session.replace_generation:
+            # a compaction replaced part of the surface: a snapshot it shadowed is gone
+            generation = session.replace_generation
+            if last_seq is not None and last_seq not in set(session.surface):
+                last, last_seq = None, None
+        self._last[session] = (len(events), last, last_seq, generation)
         return last
 
     def __call__(self, step: StepContext, decision: PreStepDecision) -> PreStepDecision | None:
