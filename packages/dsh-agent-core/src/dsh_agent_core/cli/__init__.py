@@ -230,9 +230,12 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
     """A TOML rendering of plain data (``None`` values are shown as comments)."""
     lines: list[str] = []
     tables: list[tuple[str, dict[str, Any]]] = []
+    arrays: list[tuple[str, list[dict[str, Any]]]] = []
     for key, value in data.items():
         if isinstance(value, dict):
             tables.append((f"{prefix}{key}", value))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            arrays.append((f"{prefix}{key}", value))
         elif value is None:
             lines.append(f"# {key} is not set")
         else:
@@ -241,6 +244,11 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
         lines.append("")
         lines.append(f"[{name}]")
         lines.append(_toml(table, f"{name}."))
+    for name, items in arrays:
+        for item in items:
+            lines.append("")
+            lines.append(f"[[{name}]]")
+            lines.append(_toml(item, f"{name}."))
     return "\n".join(line for line in lines).replace("\n\n\n", "\n\n")
 
 

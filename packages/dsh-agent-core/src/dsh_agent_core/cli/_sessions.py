@@ -1,4 +1,4 @@
-"""``dsh sessions``: list, status, show, export, migrate and verify session logs."""
+"""``dsh sessions``: list, status, show, export, migrate, verify and compact session logs."""
 
 from __future__ import annotations
 
@@ -216,3 +216,24 @@ async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
     err.print(f"verified {len(ids)} sessions: {len(ids) - bad} ok, {bad} damaged", markup=False)
     if bad:
         sys.exit(1)
+
+
+@sessions.command("compact")
+@click.argument("session_id")
+@click.pass_obj
+@async_command
+async def compact_command(state: State, session_id: str) -> None:
+    """Compact an idle session now: its conversation but the newest exchange becomes one
+    checkpoint written by the session's own model (the originals stay in the log). Exit status
+    1 when it cannot (running, open in another process, the summary failed, not found)."""
+    async with compose(state.config()) as harness:
+        result = await harness.compact(session_id)
+    if result is None:
+        out.print(f"session {session_id}: nothing to compact yet", markup=False)
+        return
+    out.print(
+        f"session {session_id}: compacted {len(result.shadowed_seqs)} conversation items, "
+        f"~{result.shadowed_token_count} → ~{result.checkpoint_tokens} tokens "
+        f"(compaction {result.compaction_id})",
+        markup=False,
+    )
