@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_agent_core import Config, ConfigError, DshError, compose, load_config
+from dsh_agent_core._runtime_context import RUNTIME_CONTEXT_PLUGIN
 from dsh_compaction import INSTRUCTION_PLUGIN, check_compaction_log
 from dsh_llm import ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
@@ -87,6 +88,8 @@ async def test_the_compactor_is_mounted_by_default(tmp_path: Path) -> None:
         assert model.summaries() >= 1
         derived = agent.session.derive_messages()
         assert derived[0].source.plugin == "compact"  # type: ignore[union-attr]
+        plugins = [getattr(m.source, "plugin", None) for m in derived]
+        assert RUNTIME_CONTEXT_PLUGIN in plugins[1:]  # the shadowed snapshot was entered again
         check_compaction_log(agent.session.events)
         assert [e.data["reason"]["kind"] for e in agent.session.events if e.type == "turn/end"] == [
             "completed"
