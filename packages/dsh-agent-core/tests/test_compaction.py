@@ -181,3 +181,6 @@ async def test_a_session_open_elsewhere_or_with_nothing_to_compact(tmp_path: Pat
         fresh = await harness.create(model="scripted:m", cwd=tmp_path)
         assert await harness.compact(fresh.id) is None
         assert "compaction/start" not in {event.type for event in fresh.session.events}
+        await fresh.aclose()
+        # stored, never sent a request (no route logged): still nothing to compact, no error
+        assert await harness.compact(fresh.id) is None

@@ -20,7 +20,7 @@ from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
 from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow, iso_time
 from dsh_agent_core._titles import FallbackTitles, title_of_events
-from dsh_agent_loop import AgentBusyError, AgentLoop, LoopAgent
+from dsh_agent_loop import AgentBusyError, AgentLoop, LoopAgent, ResumeOptionsError
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
 from dsh_bash_sandbox import SandboxExecutor, SandboxProbe
 from dsh_compaction import CompactionError, CompactionResult, Compactor
@@ -409,7 +409,10 @@ class Harness:
                 )
             return await self._compact_held(agent)
         try:
-            agent = await self.resume(session_id)
+            try:
+                agent = await self.resume(session_id)
+            except ResumeOptionsError:  # never sent a request: continue on the config's route
+                agent = await self.resume(session_id, model=self.config.model)
         except SessionAlreadyOwnedError:
             raise DshError(
                 f"session {session_id!r} is open in another process (or another harness); "
