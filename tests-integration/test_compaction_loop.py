@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
+import signal
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -631,3 +635,216 @@ async def test_a_replay_of_a_log_with_overflow_and_manual_checkpoints() -> None:
         assert replay.replace_generation == session.replace_generation
         assert replay.surface == session.surface
         check_compaction_log(list(session.events))
+
+
+# -- 7: a long keyless session over JSONL and SQLite ------------------------------------------
+
+
+LONG_WINDOW = 3_000
+LONG_TURNS = 100  # two steps each (a tool call, then the answer): 200 steps
+
+
+def long_session_answer(request: ModelRequest) -> list[StreamChunk]:
+    """The long session's model: a summary call gets a short checkpoint; a conversation step
+    calls ``echo`` after the user's prompt and answers after the tool's result."""
+    if is_summary(request):
+        return summary_text(f"- {len(request.messages) - 1} messages about the build, summarized")
+    last = request.messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return text_response("The parser step passed; the next check is the lexer. " * 3)
+    return echo_call(f"c{len(request.messages)}", "status of the build " * 4)
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+async def test_a_200_step_keyless_session_stays_under_the_threshold_and_round_trips(
+    backend: str, tmp_path: Any
+) -> None:
+    from dsh_compaction import estimate_message
+    from dsh_persistence_jsonl import JsonlPersistence
+    from dsh_persistence_sqlite import SqlitePersistence
+
+    def store() -> Any:
+        if backend == "jsonl":
+            return JsonlPersistence(tmp_path / "sessions", compression="zstd")
+        return SqlitePersistence(tmp_path / "sessions.db")
+
+    model = scripted([long_session_answer] * (3 * LONG_TURNS), window=LONG_WINDOW)
+    config = CompactionConfig()
+    extensions, compactor = mount(model, config)
+    threshold = compactor.policy("scripted", "m").threshold(LONG_WINDOW)
+    assert threshold == 2_400
+    entered: list[int] = []
+
+    def after_the_compactor(context: Any, decision: Any) -> None:
+        entered.append(compactor.measure(context.agent.session).total_tokens)
+
+    extensions.pre_step.add(after_the_compactor)
+    async with running(model, extensions, persistence=store(), session_id="long") as (_, agent):
+        for turn in range(1, LONG_TURNS + 1):
+            agent.followup(f"turn {turn}: check the build again and report. " * 3)
+            await agent.wait_idle()
+        session = agent.session
+        live = [event.to_wire() for event in session.events]
+        live_messages = session.derive_messages()
+    steps = of_type(session.events, "step/start")
+    assert len(steps) == 2 * LONG_TURNS == len(entered)
+    # every step entered below the threshold, and every conversation request fit the window
+    assert max(entered) < threshold, max(entered)
+    for request in conversation(model):
+        assert sum(estimate_message(m) for m in request.messages) < LONG_WINDOW
+    checkpoints = of_type(session.events, "compaction/summary")
+    assert len(checkpoints) >= 5, len(checkpoints)
+    assert [data(e).get("error") for e in of_type(session.events, "compaction/end")] == [
+        None
+    ] * len(checkpoints)
+    assert turn_ends(session.events) == [
+        {"turn": t, "reason": {"kind": "completed"}} for t in range(1, LONG_TURNS + 1)
+    ]
+    assert_balanced(live_messages)
+    assert is_checkpoint(live_messages[0])
+    assert_replays(session)
+    # the log round-trips: a fresh instance of the backend reads back what the agent logged,
+    # and the replay derives the live history; then the same log through the other backend
+    async with await store().open("long", "read") as handle:
+        stored = list(await handle.read(0))
+    assert [event.to_wire() for event in stored] == live
+    assert Session(session.header, stored).derive_messages() == live_messages
+    other = (
+        SqlitePersistence(tmp_path / "other.db")
+        if backend == "jsonl"
+        else JsonlPersistence(tmp_path / "other", compression="none")
+    )
+    async with await other.create(session.header) as handle:
+        await handle.append(stored)
+        await handle.flush()
+    async with await other.open("long", "read") as handle:
+        copied = list(await handle.read(0))
+    assert [event.to_wire() for event in copied] == live
+    assert Session(session.header, copied).derive_messages() == live_messages
+    check_compaction_log(copied)
+
+
+# -- 8: a crash mid-compaction (kill -9), then resume ------------------------------------------
+
+CHILD = Path(__file__).parent / "compaction_child.py"
+CHILD_TIMEOUT = 120.0
+"""Seconds the child may take to reach a marker: a safety net against a hang, not a speed bar."""
+
+
+def _child_module() -> Any:
+    spec = importlib.util.spec_from_file_location("compaction_child", CHILD)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+crash_child = _child_module()
+
+
+async def _killed_mid_summary(root: Path, session_id: str, mode: str) -> None:
+    """Run the child until its summary call is in flight, then SIGKILL it and reap it."""
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, str(CHILD), str(root), session_id, mode),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        seen: list[str] = []
+        while "SUMMARY_CALLED" not in seen:
+            line = await asyncio.wait_for(process.stdout.readline(), CHILD_TIMEOUT)
+            if not line:
+                _, err = await process.communicate()
+                raise AssertionError(f"child ended after {seen}: {err.decode()[-3000:]}")
+            seen.append(line.decode().strip())
+        assert seen == ["READY", "SUMMARY_CALLED"]
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(process.communicate(), CHILD_TIMEOUT)
+    assert process.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("mode", ["manual", "pressure"])
+async def test_a_kill_mid_compaction_leaves_a_stale_start_that_a_resume_closes(
+    mode: str, tmp_path: Path
+) -> None:
+    await _killed_mid_summary(tmp_path, "crashed", mode)
+    async with await crash_child.open_store(tmp_path).open("crashed", "read") as handle:
+        on_disk = list(await handle.read(0))
+    orphan = on_disk[-1]
+    assert orphan.type == "compaction/start"  # durable, and nothing after it
+    orphan_id = data(orphan)["compactionId"]
+    assert data(orphan)["turn"] == (None if mode == "manual" else 2)
+
+    model = scripted(
+        [summary_text("- the user greeted at length"), text_response("back again")],
+        window=crash_child.WINDOW,
+    )
+    extensions, compactor = mount(model, CompactionConfig(retain_tokens=5, auto=False))
+    async with AgentLoop(
+        model,
+        persistence=crash_child.open_store(tmp_path),
+        extensions=extensions,
+        check_requests=True,
+    ) as loop:
+        agent = await loop.resume("crashed", system=crash_child.SYSTEM)
+        events = agent.session.events
+        closers = events[len(on_disk) :]
+        ends = [e for e in closers if e.type == "compaction/end"]
+        if mode == "manual":  # no closer ends an owner-less bracket: the compactor says stale
+            assert [data(e)["compactionId"] for e in ends] == [orphan_id]
+            assert data(ends[0])["turn"] is None
+            assert str(data(ends[0])["error"]).startswith("stale:")
+        else:  # the crash-repair closers end its turn, which ends the bracket it owned (§1.10)
+            assert ends == []
+            assert [(e.type, data(e)) for e in closers] == [
+                ("turn/end", {"turn": 2, "reason": {"kind": "interrupted"}})
+            ]
+        assert not compactor.busy(agent.session)  # the crash remnant is no lock
+        check_compaction_log(list(events))
+        # a new compaction works, in its own bracket, and the agent goes on from the checkpoint
+        async with agent.maintenance():
+            result = await compactor.compact_now(agent, flush=agent.flush)
+        assert result is not None
+        agent.followup("still there?")
+        await agent.wait_idle()
+        assert loop.invariant_failures == []
+        session = agent.session
+        assert is_checkpoint(session.derive_messages()[0])
+        assert "hello hello" not in text_of(conversation(model)[-1].messages[0])
+        starts = of_type(session.events, "compaction/start")
+        assert len(starts) == 2
+        assert data(starts[1])["compactionId"] != orphan_id
+        check_compaction_log(list(session.events))
+        live = [event.to_wire() for event in session.events]
+    async with await crash_child.open_store(tmp_path).open("crashed", "read") as handle:
+        assert [event.to_wire() for event in await handle.read(0)] == live
+
+
+# -- the package README's loop example ---------------------------------------------------------
+
+
+def test_the_readme_loop_example_runs_and_prints_what_it_says() -> None:
+    """The dsh-compaction README's ``no-run`` block needs dsh-agent-loop, which that package's
+    own test environment lacks (one implementation never imports another): it runs here."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location(
+        "run_readme_examples", root / "tools" / "run_readme_examples.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    readme = (root / "packages" / "dsh-compaction" / "README.md").read_text(encoding="utf-8")
+    looped = [code for _, info, code in runner.blocks(readme) if "AgentLoop" in code]
+    assert len(looped) == 1
+    result = subprocess.run(
+        [sys.executable, "-c", looped[0]], capture_output=True, text=True, timeout=CHILD_TIMEOUT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["320", "112"]  # the figures its comments state
