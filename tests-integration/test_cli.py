@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -517,6 +518,78 @@ def test_run_resume_continues_the_same_session(dsh: Dsh) -> None:
         if r["type"] == "user/message" and r["data"]["source"] == {"kind": "user"}
     ]
     assert prompts == ["first question", "second question"]
+
+
+CANNED_SUMMARY = '[providers.canned]\nkind = "scripted"\nreplies = ["- the user asked twice"]\n'
+LONG_PROMPT = "Please look into the build failure of the parser module. " * 30
+
+
+def test_sessions_compact_replaces_the_history_with_a_checkpoint_and_run_goes_on(
+    dsh: Dsh,
+) -> None:
+    dsh.config(CANNED_SUMMARY)
+    first = dsh.ok("run", "--model", "canned:any", LONG_PROMPT)
+    session_id = first.stderr.decode().split("session ", 1)[1].split()[0]
+    dsh.ok("run", "--resume", session_id, "and the lexer?")
+    done = dsh.ok("sessions", "compact", session_id)
+    line = done.stdout.decode().strip()
+    assert re.fullmatch(
+        rf"session {session_id}: compacted \d+ conversation items, ~(\d+) → ~(\d+) tokens "
+        r"\(compaction [0-9a-f-]{36}\)",
+        line,
+    ), line
+    before, after = (int(n) for n in re.findall(r"~(\d+)", line))
+    assert after < before
+    (row,) = dsh.json("sessions", "list", "--json")
+    records = log_records(row["session_path"])
+    kinds = [r["type"] for r in records[1:]]
+    tail = kinds[kinds.index("compaction/start") :]
+    assert tail == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    start, summary, checkpoint, end = records[-4:]
+    compaction_id = start["data"]["compactionId"]
+    assert start["data"] == {"compactionId": compaction_id, "turn": None}  # owner-less
+    assert compaction_id in line
+    assert end["data"] == {"compactionId": compaction_id, "turn": None}
+    assert summary["data"]["summary"] == [{"type": "text", "text": "- the user asked twice"}]
+    assert checkpoint["surfaceOp"]["op"] == "replace"
+    assert checkpoint["data"]["source"] == {
+        "kind": "plugin",
+        "plugin": "compact",
+        "compactionId": compaction_id,
+    }
+    assert checkpoint["sourceEventSeqs"][:2] == [start["seq"], summary["seq"]]
+    texts = [block["text"] for block in checkpoint["data"]["content"]]
+    assert texts[1:] == ["- the user asked twice", "</compacted-summary>"]
+    assert texts[0].endswith("<compacted-summary>")
+    assert "1 ok, 0 damaged" in dsh.ok("sessions", "verify", session_id).stderr.decode()
+    # the session goes on from the checkpoint; the originals stay in the log
+    dsh.ok("run", "--resume", session_id, "go on")
+    records = log_records(row["session_path"])
+    assert LONG_PROMPT.strip() in json.dumps(records)
+    assert [r["data"]["reason"] for r in records if r["type"] == "turn/end"][-1] == {
+        "kind": "completed"
+    }
+
+
+def test_sessions_compact_that_fails_is_one_line_and_changes_nothing(dsh: Dsh) -> None:
+    """A summary not smaller than what it would replace: exit 1, one sentence, the attempt
+    logged (start + end with its error), the conversation unchanged."""
+    dsh.config(f'[providers.canned]\nkind = "scripted"\nreplies = ["{"a long answer " * 40}"]\n')
+    first = dsh.ok("run", "--model", "canned:any", "hi")
+    session_id = first.stderr.decode().split("session ", 1)[1].split()[0]
+    (row,) = dsh.json("sessions", "list", "--json")
+    before = log_records(row["session_path"])
+    line = one_error_line(dsh("sessions", "compact", session_id))
+    assert f"session '{session_id}' was not compacted" in line
+    assert "NOT_SMALLER" in line
+    assert "the conversation is unchanged" in line
+    after = log_records(row["session_path"])
+    assert after[: len(before)] == before
+    assert [r["type"] for r in after[len(before) :]] == ["compaction/start", "compaction/end"]
+    assert "not smaller" in after[-1]["data"]["error"]
+    assert one_error_line(dsh("sessions", "compact", "no-such-session")) == (
+        "dsh: error: session 'no-such-session' not found"
+    )
 
 
 def test_run_with_an_unknown_provider_is_one_error_line(dsh: Dsh) -> None:
