@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -294,10 +295,12 @@ async def test_manual_failures_still_flush_and_a_failed_flush_is_persistence() -
 
     compacting = Compactor(ScriptedModel(), summarizer=lambda model: failing)
     agent = FakeAgent(log.session)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(CompactionError, match="raised RuntimeError: summary down") as raised:
         await compacting.compact_now(agent, flush=agent.flush)
+    assert raised.value.code == "summary"  # classified, so a caller maps it to one sentence
+    assert isinstance(raised.value.__cause__, RuntimeError)
     assert agent.flushes == [log.session.next_seq]
-    assert log.session.events[-1].data["error"].startswith("RuntimeError: summary down")
+    assert "RuntimeError: summary down" in log.session.events[-1].data["error"]
 
     async def broken_flush() -> None:
         raise OSError("disk full")
@@ -348,3 +351,119 @@ async def test_a_resume_closes_an_owner_less_orphan_and_the_log_stays_valid() ->
         listener(agent, "resume")  # nothing open: nothing appended
     assert log.session.events[-1].type == "compaction/end"
     assert len(of_type(log.session, "compaction/end")) == 2
+
+
+# -- the review's cases: command ids, cancellation wins, fork seeds ----------------------------
+
+
+def idle_log() -> Log:
+    log = long_log()
+    log.end_turn()
+    return log
+
+
+async def test_a_manual_compactions_command_id_is_on_all_four_events() -> None:
+    log = idle_log()
+    compacting, _ = compactor(None)
+    result = await compacting.compact_now(FakeAgent(log.session), source_command_id="cmd-1")
+    assert result is not None
+    assert result.source_command_id == "cmd-1"
+    seqs = (result.start_seq, result.summary_seq, result.end_seq)
+    assert [log.session.events[seq].data["sourceCommandId"] for seq in seqs] == ["cmd-1"] * 3
+    assert log.session.events[result.checkpoint_seq].data["source"] == {
+        "kind": "plugin",
+        "plugin": "compact",
+        "compactionId": result.compaction_id,
+        "sourceCommandId": "cmd-1",
+    }
+    check_compaction_log(list(log.session.events))
+
+
+async def test_an_empty_command_id_is_refused_before_anything_is_logged() -> None:
+    log = idle_log()
+    logged = len(log.session.events)
+    compacting, model = compactor(None)
+    with pytest.raises(ValueError, match="source_command_id"):
+        await compacting.compact_now(FakeAgent(log.session), source_command_id="")
+    assert len(log.session.events) == logged
+    assert model.requests == []
+
+
+def hanging_summarizer(entered: asyncio.Event) -> Any:
+    def make(model: Any) -> Any:
+        async def summarize(request: SummaryRequest) -> Summary:
+            entered.set()
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        return summarize
+
+    return make
+
+
+async def test_a_cancelled_manual_compaction_stays_cancelled_when_its_flush_fails(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = idle_log()
+    entered = asyncio.Event()
+    compacting = Compactor(ScriptedModel(), summarizer=hanging_summarizer(entered))
+
+    async def broken_flush() -> None:
+        raise OSError("disk full")
+
+    task = asyncio.ensure_future(compacting.compact_now(FakeAgent(log.session), flush=broken_flush))
+    await entered.wait()
+    task.cancel()
+    with caplog.at_level(logging.WARNING, "dsh_compaction"), pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert "disk full" in caplog.text  # the failed flush is reported, not lost
+    assert log.session.events[-1].type == "compaction/end"
+    assert log.session.events[-1].data["error"] == "cancelled"
+
+
+async def test_a_cancellation_wins_when_the_closing_end_cannot_be_appended(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    log = long_log()  # a turn is open: the pressure path
+    total = Compactor(ScriptedModel()).measure(log.session).total_tokens
+    entered = asyncio.Event()
+    compacting = Compactor(
+        ScriptedModel(context_window=total + 10),
+        CompactionConfig(retain_tokens=100),
+        summarizer=hanging_summarizer(entered),
+    )
+    session = log.session
+    append = session.append
+
+    def failing_end(kind: str, data: Any, **options: Any) -> Any:
+        if kind == "compaction/end":
+            raise OSError("log closed")
+        return append(kind, data, **options)
+
+    session.append = failing_end  # type: ignore[method-assign]
+    task = asyncio.ensure_future(pre_step(compacting, FakeAgent(session)))
+    await entered.wait()
+    task.cancel()
+    with caplog.at_level(logging.WARNING, "dsh_compaction"), pytest.raises(asyncio.CancelledError):
+        await task
+    assert "could not be closed" in caplog.text
+    assert kinds(session)[-1] == "compaction/start"  # the visible orphan, as the reference says
+
+
+async def test_a_fork_seeds_open_bracket_ends_with_the_seed_and_a_resume_adds_nothing() -> None:
+    log = idle_log()
+    log.session.append("compaction/start", {"compactionId": "mid-parent", "turn": None})
+    child = log.session.fork("child")
+    assert kinds(child)[-2:] == ["compaction/start", "session/end-seed"]
+    compacting, _ = compactor(None)
+    extensions = Extensions()
+    compacting.install(extensions)
+    seeded = len(child.events)
+    for listener in extensions.session_start:
+        listener(FakeAgent(child), "resume")  # type: ignore[arg-type]
+    assert len(child.events) == seeded  # no stale end after the seed closed it
+    assert not compacting.busy(child)
+    check_compaction_log(list(child.events))
+    assert await compacting.compact_now(FakeAgent(child)) is not None
+    check_compaction_log(list(child.events))

@@ -314,3 +314,44 @@ def test_a_node_whose_content_is_not_blocks_is_refused_naming_it() -> None:
     log.session.append("user/message", {"content": ["not a block"], "source": {"kind": "user"}})
     with pytest.raises(MeterError, match=r"seq 1: user/message content is not a list of blocks"):
         TokenMeter().measure(log.session)
+
+
+def test_an_anchor_holds_again_when_the_header_changes_back() -> None:
+    log = Log()
+    log.start_turn()
+    log.start_step()
+    log.user("hi")
+    log.header(system="A")
+    log.answer("ok", usage={"inputTokens": 5000, "outputTokens": 10})
+    log.end_step()
+    meter = TokenMeter()
+    anchored = meter.measure(log.session)
+    assert anchored.baseline.kind == "usage"
+    log.header(system="B", reason="change")
+    assert meter.measure(log.session).baseline.kind == "estimated"
+    log.header(system="A", reason="change")
+    back = meter.measure(log.session)
+    assert back.baseline == anchored.baseline  # the reference: equal headers, not equal versions
+    assert back.total_tokens == anchored.total_tokens
+    assert meter.measure(log.session, log.session.request_header) == back
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "text", "text": 5},
+        {"type": "reasoning", "text": ["x"]},
+        {"type": "tool-call", "id": "c", "name": "x", "arguments": {"a": 1}},
+        {"type": "tool-call", "id": "c", "name": 7, "arguments": "{}"},
+        {"type": "tool-result", "toolCallId": "c", "content": [{"type": "text", "text": None}]},
+        "not a block",
+    ],
+)
+def test_a_block_field_of_the_wrong_type_is_a_meter_error_naming_the_seq(block: object) -> None:
+    log = Log()
+    log.start_turn()
+    log.start_step()
+    seq = log.session.append("user/message", {"content": [block], "source": {"kind": "user"}}).seq
+    for _ in range(2):  # the same way on every retry
+        with pytest.raises(MeterError, match=f"seq {seq}"):
+            TokenMeter().measure(log.session)

@@ -63,8 +63,9 @@ class BracketState:
             elif kind == "assistant/message" and isinstance(data, dict):
                 if not data.get("interrupted"):
                     self.overflow_retries = 0
-            elif kind == "session/end-seed":
+            elif kind == "session/end-seed":  # a seed's open bracket ends with the seed
                 self.end_seed = event.seq
+                self.open_bracket = None
             elif kind == "compaction/start" and isinstance(data, dict):
                 turn = data.get("turn")
                 self.open_bracket = OpenBracket(

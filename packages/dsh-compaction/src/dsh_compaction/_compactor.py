@@ -391,8 +391,11 @@ class Compactor:
                 await self._flush(session, flush)
             raise
         except BaseException:
-            if flush is not None:
-                await self._flush(session, flush)
+            if flush is not None:  # a cancellation (or a bug) wins over a failed flush
+                try:
+                    await self._flush(session, flush)
+                except CompactionError as flush_error:
+                    _log.warning("%s", flush_error)
             raise
         if flush is not None:
             await self._flush(session, flush)

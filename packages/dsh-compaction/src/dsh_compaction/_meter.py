@@ -37,7 +37,14 @@ from dsh_session import (
     SurfaceReplace,
 )
 
-__all__ = ["Baseline", "BaselineKind", "PricedNode", "TokenMeasurement", "TokenMeter"]
+__all__ = [
+    "Baseline",
+    "BaselineKind",
+    "PricedNode",
+    "PricedNodes",
+    "TokenMeasurement",
+    "TokenMeter",
+]
 
 BaselineKind = Literal["none", "estimated", "usage"]
 """Where a measurement's baseline comes from: nothing yet, the heuristic, or a model's usage."""
@@ -180,10 +187,34 @@ def _node_content(session: Session, event: SessionEvent) -> list[Any] | None:
         return None  # the empty assistant node (usage only)
     if not isinstance(content, list) or not all(isinstance(block, dict) for block in content):
         raise MeterError(session.id, event.seq, f"{event.type} content is not a list of blocks")
-    for block in content:
-        if block.get("type") == "tool-result" and not isinstance(block.get("content"), list):
-            raise MeterError(session.id, event.seq, "a tool result's content is not a list")
+    _check_blocks(session, event, content)
     return content
+
+
+_STRING_FIELDS = {"text": ("text",), "reasoning": ("text",), "tool-call": ("name", "arguments")}
+
+
+def _check_blocks(session: Session, event: SessionEvent, blocks: list[Any]) -> None:
+    """Every field the price reads has the type it needs (a log is untrusted input), nested
+    tool results included."""
+    pending = [blocks]
+    while pending:
+        for block in pending.pop():
+            if not isinstance(block, dict):
+                raise MeterError(session.id, event.seq, f"{event.type}: a block is not an object")
+            kind = block.get("type")
+            for name in _STRING_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
+                if name in block and not isinstance(block[name], str):
+                    raise MeterError(
+                        session.id,
+                        event.seq,
+                        f"{event.type}: a {kind} block's {name} is not a string",
+                    )
+            if kind == "tool-result":
+                inner = block.get("content")
+                if not isinstance(inner, list):
+                    raise MeterError(session.id, event.seq, "a tool result's content is not a list")
+                pending.append(inner)
 
 
 def _tool_balance(event: SessionEvent, content: list[Any] | None) -> int:
@@ -280,7 +311,10 @@ class TokenMeter:
         anchor = state.anchor
         if header is None:
             current, version, envelope = state.header, state.header_version, state.envelope
-            holds = anchor is not None and anchor.header_version == version
+            # the version is a fast path; a header that changed and changed back holds again
+            holds = anchor is not None and (
+                anchor.header_version == version or anchor.header == current
+            )
         else:
             current, envelope = header.canonical(), estimate_envelope(header.canonical())
             holds = anchor is not None and (

@@ -46,7 +46,9 @@ CHECKPOINT_PLUGIN = "compact"
 INSTRUCTION_PLUGIN = "dsh-compaction"
 """The ``plugin`` of the summary call's final instruction."""
 CHECKPOINT_OPEN = "<compacted-summary>"
+"""The text block that opens the summary inside a checkpoint message."""
 CHECKPOINT_CLOSE = "</compacted-summary>"
+"""The text block that closes the summary inside a checkpoint message."""
 
 _PREAMBLE = (
     "Checkpoint of the earlier part of this conversation, written automatically so that the "

@@ -11,6 +11,7 @@ and leaves the surface as it was; if even that append fails the start stays unma
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from dsh_compaction._summary import (
 )
 from dsh_llm import Message
 from dsh_session import Session, project_message
+
+_log = logging.getLogger("dsh_compaction")
 
 __all__ = ["CompactionResult", "run_compaction"]
 
@@ -57,7 +60,7 @@ class CompactionResult:
         return self.shadowed_seqs[0], self.shadowed_seqs[-1]
 
 
-def error_text(error: BaseException) -> str:
+def _error_text(error: BaseException) -> str:
     """The text ``compaction/end.error`` records: the error and its causes, outermost first."""
     parts: list[str] = []
     current: BaseException | None = error
@@ -136,6 +139,10 @@ async def run_compaction(
     compaction_id = str(uuid.uuid4())
     ids: dict[str, Any] = {"compactionId": compaction_id}
     if source_command_id is not None:
+        if not isinstance(source_command_id, str) or not source_command_id:
+            raise ValueError(
+                f"source_command_id must be a non-empty string, not {source_command_id!r}"
+            )
         ids["sourceCommandId"] = source_command_id
     start = session.append("compaction/start", {**ids, "turn": owner})
     committed = False
@@ -151,6 +158,10 @@ async def run_compaction(
         except SummaryFailure as failure:
             raise CompactionError(
                 sid, "summary", failure.message, failure_code=failure.code
+            ) from failure
+        except Exception as failure:  # a summarizer or model that raised: a failed summary too
+            raise CompactionError(
+                sid, "summary", f"the summary call raised {_error_text(failure)}"
             ) from failure
         content = checkpoint_content(summary.blocks)
         checkpoint_tokens = estimate_wire_message({"content": content})
@@ -189,11 +200,7 @@ async def run_compaction(
             "user/message",
             {
                 "content": content,  # type: ignore[dict-item]
-                "source": {
-                    "kind": "plugin",
-                    "plugin": CHECKPOINT_PLUGIN,
-                    "compactionId": compaction_id,
-                },
+                "source": {"kind": "plugin", "plugin": CHECKPOINT_PLUGIN, **ids},
             },
             surface_op={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
             source_event_seqs=[start.seq, summary_event.seq, *shadowed],
@@ -206,8 +213,18 @@ async def run_compaction(
                 sid, "commit", f"the checkpoint landed but compaction/end failed: {error}"
             ) from error
         try:
-            session.append("compaction/end", {**ids, "turn": owner, "error": error_text(error)})
+            session.append("compaction/end", {**ids, "turn": owner, "error": _error_text(error)})
         except Exception as close_error:
+            if not isinstance(error, Exception):  # a cancellation wins over the close failure
+                _log.warning(
+                    "session %r: compaction %s could not be closed (%s); its start (seq %d) "
+                    "stays unmatched",
+                    sid,
+                    compaction_id,
+                    close_error,
+                    start.seq,
+                )
+                raise error from close_error
             raise CompactionError(
                 sid,
                 "commit",
