@@ -355,3 +355,35 @@ def test_a_block_field_of_the_wrong_type_is_a_meter_error_naming_the_seq(block: 
     for _ in range(2):  # the same way on every retry
         with pytest.raises(MeterError, match=f"seq {seq}"):
             TokenMeter().measure(log.session)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": 5}},
+        {"type": "text-delta", "index": 0, "text": 7},
+        {"type": "tool-call-delta", "index": 0, "name": "x", "argumentsDelta": {"a": 1}},
+    ],
+)
+def test_a_cited_chunk_of_the_wrong_shape_is_a_meter_error_naming_the_message(
+    chunk: object,
+) -> None:
+    log = Log()
+    log.start_turn()
+    log.start_step()
+    log.header()
+    cited = log.session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": chunk}).seq
+    message = log.session.append(
+        "assistant/message",
+        {
+            "turn": 1,
+            "step": 1,
+            "content": [text("ok")],
+            "provenance": {"provider": "scripted", "model": "m"},
+            "usage": {"inputTokens": 1, "outputTokens": 1},
+        },
+        source_event_seqs=[cited],
+    ).seq
+    for _ in range(2):
+        with pytest.raises(MeterError, match=f"seq {message}"):
+            TokenMeter().measure(log.session)

@@ -17,6 +17,18 @@ from dsh_session import Session
 __all__ = ["BracketState", "OpenBracket"]
 
 
+_FOLDED = frozenset(
+    {
+        "turn/start",
+        "turn/end",
+        "assistant/message",
+        "session/end-seed",
+        "compaction/start",
+        "compaction/end",
+    }
+)
+
+
 @dataclass(frozen=True, slots=True)
 class OpenBracket:
     """An unmatched ``compaction/start``: its ``seq``, ``compaction_id`` and owner ``turn``."""
@@ -52,6 +64,9 @@ class BracketState:
         while self.consumed < len(events):
             event = events[self.consumed]
             kind = event.type
+            if kind not in _FOLDED:  # most events (chunks above all) say nothing about this
+                self.consumed += 1
+                continue
             data: Any = event.data
             if kind == "turn/start" and isinstance(data, dict):
                 turn = data.get("turn")

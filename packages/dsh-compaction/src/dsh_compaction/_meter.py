@@ -240,50 +240,57 @@ def _assembled_output_price(
 ) -> int:
     """The price of the provider's own output, rebuilt from the ``assistant/chunk``s the
     message cites (a block's ``block-end`` is final; one cut short is rebuilt from deltas)."""
-    events = session.events
-    seen: set[int] = set()
+    events = session.events  # the Session guarantees cited seqs are unique and before it
     ended: dict[int, Mapping[str, Any]] = {}
     open_blocks: dict[int, dict[str, Any]] = {}
     for seq in cited:
-        if seq in seen or not 0 <= seq < event.seq:
-            raise MeterError(session.id, event.seq, f"cites chunk seq {seq} twice or not before it")
-        seen.add(seq)
         chunk_event = events[seq]
         data: Any = chunk_event.data
+        chunk: Any = data.get("chunk") if isinstance(data, dict) else None
         if (
             chunk_event.type != "assistant/chunk"
-            or not isinstance(data, dict)
+            or not isinstance(chunk, dict)
             or data.get("turn") != turn
             or data.get("step") != step
-            or not isinstance(data.get("chunk"), dict)
         ):
             raise MeterError(
                 session.id, event.seq, f"cites seq {seq}, not an assistant/chunk of its step"
             )
-        chunk = data["chunk"]
-        kind, index = chunk.get("type"), chunk.get("index")
+        kind: Any = chunk.get("type")
+        index: Any = chunk.get("index")
         if kind == "block-end" and isinstance(chunk.get("block"), dict):
             ended[index] = chunk["block"]
             open_blocks.pop(index, None)
         elif kind == "block-start":
             open_blocks[index] = {"type": chunk.get("blockType"), "parts": [], "name": ""}
         elif kind in ("text-delta", "reasoning-delta"):
+            piece = chunk.get("text", "")
+            if not isinstance(piece, str):
+                raise MeterError(
+                    session.id, event.seq, f"cites seq {seq}: its text is not a string"
+                )
             open_blocks.setdefault(index, {"type": None, "parts": [], "name": ""})["parts"].append(
-                chunk.get("text", "")
+                piece
             )
         elif kind == "tool-call-delta":
+            piece, name = chunk.get("argumentsDelta", ""), chunk.get("name")
+            if not isinstance(piece, str) or not isinstance(name, str | None):
+                raise MeterError(
+                    session.id, event.seq, f"cites seq {seq}: its name or arguments is not a string"
+                )
             state = open_blocks.setdefault(index, {"type": "tool-call", "parts": [], "name": ""})
-            state["name"] = chunk.get("name") or state["name"]
-            state["parts"].append(chunk.get("argumentsDelta", ""))
+            state["name"] = name or state["name"]
+            state["parts"].append(piece)
     blocks: list[Mapping[str, Any]] = list(ended.values())
     for index, state in open_blocks.items():
         if index in ended or state["type"] not in ("text", "reasoning", "tool-call"):
             continue
-        text = "".join(str(part) for part in state["parts"])
+        text = "".join(state["parts"])
         if state["type"] == "tool-call":
             blocks.append({"type": "tool-call", "name": state["name"], "arguments": text})
         else:
             blocks.append({"type": state["type"], "text": text})
+    _check_blocks(session, event, blocks)
     return estimate_wire_message({"content": blocks})
 
 
@@ -345,7 +352,9 @@ class TokenMeter:
             state = self._states[session] = _State()
         events = session.events
         while state.consumed < len(events):
-            self._fold(session, state, events[state.consumed])
+            event = events[state.consumed]
+            if event.type != "assistant/chunk":  # a chunk is read through its message
+                self._fold(session, state, event)
             state.consumed += 1
         return state
 
