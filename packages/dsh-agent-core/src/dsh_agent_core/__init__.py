@@ -6,7 +6,8 @@ command.
 - ``compose(config) -> Harness``: the agent loop over the configured persistence (plain JSONL
   under ``<DSH_HOME>/sessions-plain`` by default), the bash tool over the local executor with
   the managed ``DSH_*`` environment, background jobs, the session tools (``session_status``,
-  ``session_create``), local skills in the session prefix, and models by provider.
+  ``session_create``), project instructions (``AGENTS.md``) and local skills in the session
+  prefix, and models by provider.
 - ``shutdown_on_signals(harness)``: the harness closed when the block ends, and cleanly on
   SIGTERM or SIGHUP (running commands killed, logs flushed and closed), then ``SystemExit(128 +
   signum)``; the ``dsh`` command runs its agents inside it.
@@ -18,6 +19,7 @@ from dsh_agent_core._config import (
     CONFIG_FILE_NAME,
     BashConfig,
     Config,
+    InstructionsConfig,
     LocalSkillsConfig,
     PersistenceConfig,
     PresetConfig,
@@ -28,6 +30,14 @@ from dsh_agent_core._config import (
 )
 from dsh_agent_core._errors import ConfigError, DshError, HomeConflictError, UnknownPresetError
 from dsh_agent_core._harness import Harness, build_persistence, compose
+from dsh_agent_core._instructions import (
+    INSTRUCTIONS_PLUGIN,
+    InstructionFile,
+    LoadedInstructions,
+    ProjectInstructions,
+    instruction_files,
+    load_instructions,
+)
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
 from dsh_agent_core._session_tools import SessionCreateTool, SessionHost, SessionStatusTool
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
@@ -38,6 +48,7 @@ from dsh_agent_core._titles import FallbackTitles, fallback_title
 __all__ = [
     "BUILTIN_PROVIDERS",
     "CONFIG_FILE_NAME",
+    "INSTRUCTIONS_PLUGIN",
     "SHUTDOWN_SIGNALS",
     "BashConfig",
     "Config",
@@ -46,9 +57,13 @@ __all__ = [
     "FallbackTitles",
     "Harness",
     "HomeConflictError",
+    "InstructionFile",
+    "InstructionsConfig",
+    "LoadedInstructions",
     "LocalSkillsConfig",
     "PersistenceConfig",
     "PresetConfig",
+    "ProjectInstructions",
     "ProviderConfig",
     "ProviderModel",
     "ScriptedReplies",
@@ -65,7 +80,9 @@ __all__ = [
     "compose",
     "discover_skills",
     "fallback_title",
+    "instruction_files",
     "load_config",
+    "load_instructions",
     "parse_route",
     "shutdown_on_signals",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "CONFIG_FILE_NAME",
     "BashConfig",
     "Config",
+    "InstructionsConfig",
     "LocalSkillsConfig",
     "PersistenceConfig",
     "PresetConfig",
@@ -145,6 +146,16 @@ class SkillsConfig(BaseModel):
     local: LocalSkillsConfig = Field(default_factory=LocalSkillsConfig)
 
 
+class InstructionsConfig(BaseModel):
+    """Project instructions: ``<DSH_HOME>/AGENTS.md``, then one ``AGENTS.md`` (else
+    ``CLAUDE.md``) per directory from the project's git root down to the session cwd, at most
+    64 KiB in all, in the session prefix. ``enabled = false`` offers none."""
+
+    model_config = _STRICT
+
+    enabled: bool = True
+
+
 class BashConfig(BaseModel):
     """The bash tool and its local executor: default and maximum timeouts (seconds), whether
     ``run_in_background`` is offered."""
@@ -201,6 +212,8 @@ class Config(BaseModel):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     presets: dict[str, PresetConfig] = Field(default_factory=dict)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
+    """``[instructions]``: the ``AGENTS.md`` files offered in the session prefix."""
     bash: BashConfig = Field(default_factory=BashConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)

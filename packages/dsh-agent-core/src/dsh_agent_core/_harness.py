@@ -13,6 +13,7 @@ from typing import Any
 from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._config import Config, parse_route
 from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._models import provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._runtime_context import RuntimeContext
@@ -124,7 +125,7 @@ def _canonical_cwd(cwd: str | os.PathLike[str]) -> str:
 
 class Harness:
     """Everything ``compose`` built: persistence, the bash executor and tool, background jobs,
-    session tools, local skills, models, and one agent loop per preset.
+    session tools, project instructions, local skills, models, and one agent loop per preset.
 
     ``create`` / ``resume`` / ``fork`` give agents; ``status`` / ``status_of`` / ``sessions``
     inspect; ``aclose`` cancels running turns, drains and closes every handle, and kills every
@@ -160,6 +161,12 @@ class Harness:
         self._provider_models = provider_models(config, env)
         self.models: dict[str, Model] = {**self._provider_models, **(models or {})}
         self.extensions = Extensions()
+        # the prefix in wire order: the project's instructions, then the skills catalog
+        if config.instructions.enabled:
+            self.instructions: ProjectInstructions | None = ProjectInstructions(home)
+            self.extensions.session_prefix.add(self.instructions)
+        else:
+            self.instructions = None
         if config.skills.local.enabled:
             self.skills: SkillCatalog | None = SkillCatalog(home)
             self.extensions.session_prefix.add(self.skills)
@@ -555,7 +562,8 @@ def compose(
     env: Mapping[str, str] | None = None,
 ) -> Harness:
     """Build every part from ``config`` (the DSH home resolved once and routed to the bash
-    tool's ``DSH_HOME`` and to skill discovery). ``models`` adds or replaces models by provider
-    name (``dsh demo`` and tests pass a scripted one). Raises ``HomeConflictError`` when
-    ``dsh_home`` and ``skills.local.dsh_home`` resolve to different directories."""
+    tool's ``DSH_HOME``, to the project instructions and to skill discovery). ``models`` adds
+    or replaces models by provider name (``dsh demo`` and tests pass a scripted one). Raises
+    ``HomeConflictError`` when ``dsh_home`` and ``skills.local.dsh_home`` resolve to different
+    directories."""
     return Harness(config, models=models, env=env)

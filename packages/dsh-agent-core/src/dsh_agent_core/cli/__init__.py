@@ -13,8 +13,10 @@ from typing import Any
 import click
 from rich.table import Table
 
+from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
 from dsh_agent_core._harness import Harness, compose
+from dsh_agent_core._instructions import instruction_files
 from dsh_agent_core._permissions import (
     approval_of,
     logged_approval_policy,
@@ -208,12 +210,23 @@ async def demo(state: State, as_json: bool) -> None:
 @async_command
 async def config_command(state: State, dump: bool, as_json: bool) -> None:
     """Print the resolved configuration; API keys are never shown (only whether the variable
-    that holds each is set)."""
-    data = state.config().dump()
+    that holds each is set). instructions.files lists the instruction files an agent
+    working here would be given, in order."""
+    config = state.config()
+    data = config.dump()
+    data["instructions"]["files"] = _instruction_files_here(config)
     if as_json:
         out.print_json(json.dumps(data))
         return
     out.print(_toml(data), markup=False)
+
+
+def _instruction_files_here(config: Config) -> list[str]:
+    """The instruction files an agent started here would be given (none when disabled)."""
+    if not config.instructions.enabled:
+        return []
+    here = os.path.realpath(os.getcwd())  # the cwd an agent started here gets
+    return [str(path) for path in instruction_files(config.home(), here)]
 
 
 def _toml_value(value: Any) -> str:
