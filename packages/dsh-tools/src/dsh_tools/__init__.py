@@ -32,9 +32,11 @@ from dsh_tools._hooks import (
 )
 from dsh_tools._registry import ToolRegistry
 from dsh_tools._result import ToolContent, ToolErrorInfo, ToolResult
+from dsh_tools._spill import MAX_INLINE_BYTES, ResultSpill
 
 __all__ = [
     "ALLOW",
+    "MAX_INLINE_BYTES",
     "Allow",
     "Approver",
     "Ask",
@@ -47,6 +49,7 @@ __all__ = [
     "PolicyDecision",
     "PostExecuteHook",
     "PreExecuteHook",
+    "ResultSpill",
     "ToolAbortedError",
     "ToolCall",
     "ToolCaller",
