@@ -183,6 +183,11 @@ async def test_a_preset_offers_only_its_tools(tmp_path: Path) -> None:
             "job_output",
             "job_kill",
             "job_list",
+            "read",
+            "write",
+            "edit",
+            "glob",
+            "grep",
             "session_status",
             "session_create",
         ]

@@ -32,7 +32,8 @@ from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
-from dsh_tools import ToolDefinition, ToolExecution, ToolRegistry
+from dsh_tool_fs import FileTools
+from dsh_tools import ResultSpill, ToolDefinition, ToolExecution, ToolRegistry
 
 __all__ = ["Harness", "build_persistence", "compose", "sandbox_policy"]
 
@@ -188,6 +189,10 @@ class Harness:
         self._tools: list[ToolDefinition[Any]] = [bash]
         if config.bash.background:
             self._tools.extend(job_tools(self.jobs))
+        # the file tools follow the bash tool's sandbox policy and the session's mode
+        self.files = FileTools(self.policy, sandbox_mode=self._session_sandbox_mode)
+        self._tools.extend(self.files.definitions())
+        self.spill = ResultSpill(home / "spill")
         self._tools += [SessionStatusTool(self), SessionCreateTool(self)]
         self._loops: dict[str | None, AgentLoop] = {}
         self._notices = self.jobs.on_finished(self._job_finished)
@@ -212,6 +217,7 @@ class Harness:
             for tool in self._tools:
                 if allowed is None or tool.name in allowed:
                     registry.register(tool)
+            self.spill.install(registry)
             loop = AgentLoop(
                 self.models,
                 registry,

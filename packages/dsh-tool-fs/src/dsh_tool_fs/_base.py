@@ -1,0 +1,74 @@
+"""What every file tool shares: its settings, its parameters with or without the escalation
+pair, the confinement of a call, and the approval an escalated call needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from dsh_shell import SandboxAccess, SandboxPolicy
+from dsh_tool_fs._confinement import (
+    Confinement,
+    SandboxModeLookup,
+    escalation_reason,
+    resolve_path,
+)
+from dsh_tool_fs._observations import Observations
+from dsh_tools import ToolDefinition, ToolExecution
+
+__all__ = ["FileTool", "FsSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class FsSettings:
+    """What the file tools of one `FileTools` share (see there)."""
+
+    sandbox: SandboxPolicy | None = None
+    sandbox_mode: SandboxModeLookup | None = None
+    observations: Observations = field(default_factory=Observations)
+    ripgrep: str | None = "rg"
+
+
+class FileTool(ToolDefinition[Any]):
+    """A file tool: ``plain_args`` without a sandbox, ``sandbox_args`` (the same fields plus
+    ``sandbox_permissions`` + ``justification``) under one."""
+
+    plain_args: ClassVar[type[BaseModel]]
+    sandbox_args: ClassVar[type[BaseModel]]
+
+    def __init__(self, settings: FsSettings) -> None:
+        self.settings = settings
+        self.parameters = self.sandbox_args if settings.sandbox is not None else self.plain_args
+
+    def confinement(self, args: Any, execution: ToolExecution) -> Confinement:
+        """The rule this call runs under (widened when it asked for, and was granted, more)."""
+        return Confinement.for_call(
+            execution,
+            self.settings.sandbox,
+            self.settings.sandbox_mode,
+            getattr(args, "sandbox_permissions", None),
+        )
+
+    def target(
+        self, args: Any, execution: ToolExecution, raw: str, access: SandboxAccess, field: str
+    ) -> Path:
+        """``raw`` resolved, and checked for ``access`` under this call's confinement."""
+        confinement = self.confinement(args, execution)
+        path = resolve_path(raw, confinement.base, field=field, tool=self.name)
+        confinement.check(path, access, shown=str(path))
+        return path
+
+    def approval_reason(self, args: Any, execution: ToolExecution) -> str | None:
+        """An escalated call needs approval; one that does not widen is refused."""
+        requested = getattr(args, "sandbox_permissions", None)
+        if requested is None or self.settings.sandbox is None:
+            return None
+        current = Confinement.for_call(
+            execution, self.settings.sandbox, self.settings.sandbox_mode
+        ).mode
+        return escalation_reason(
+            self.name, requested, getattr(args, "justification", None), current
+        )

@@ -1,0 +1,190 @@
+"""Where a file tool's path points, and whether the session's sandbox lets it go there.
+
+A path is resolved before any check: relative to the caller's session cwd, ``~`` expanded, every
+symlink and ``..`` followed (``os.path.realpath``), so a link inside the workspace that points
+outside is judged by where it points. The check is `dsh_shell.SandboxPolicy.check`, the rule the
+sandboxed ``bash`` follows. Opening then re-verifies that the descriptor is the checked file
+(``O_NOFOLLOW`` and the descriptor's own path), so a symlink swapped in between is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import BaseModel, Field, WithJsonSchema, model_validator
+
+from dsh_shell import (
+    SandboxAccess,
+    SandboxMode,
+    SandboxPolicy,
+    sandbox_denied_marker,
+    sandbox_widens,
+)
+from dsh_tool_fs._errors import SandboxDeniedError
+from dsh_tools import InvalidToolArgumentsError, ToolExecution
+
+__all__ = [
+    "Confinement",
+    "Escalation",
+    "EscalationArgs",
+    "SandboxModeLookup",
+    "escalation_reason",
+    "open_verified",
+    "resolve_path",
+]
+
+Escalation: TypeAlias = Literal["workspace-write", "danger-full-access"]
+"""What ``sandbox_permissions`` may ask for (the ladder only widens)."""
+
+SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
+"""The sandbox mode of the calling session (its latest ``sandbox/mode``), or ``None`` for the
+default policy's own mode."""
+
+_OptionalEscalation = Annotated[
+    Escalation | None,
+    WithJsonSchema({"type": "string", "enum": ["workspace-write", "danger-full-access"]}),
+]
+_OptionalText = Annotated[str | None, WithJsonSchema({"type": "string"})]
+
+
+class EscalationArgs(BaseModel):
+    """The two parameters every file tool gains under a sandbox, given together."""
+
+    sandbox_permissions: _OptionalEscalation = Field(
+        default=None,
+        description=(
+            "Run this one call with a wider sandbox: `workspace-write` or `danger-full-access`. "
+            "Only after the sandbox refused the call; the user is asked to approve it. Give "
+            "`justification` with it."
+        ),
+    )
+    justification: _OptionalText = Field(
+        default=None,
+        description="One sentence telling the user why the call needs the wider sandbox.",
+    )
+
+    @model_validator(mode="after")
+    def _together(self) -> EscalationArgs:
+        if (self.sandbox_permissions is None) != (self.justification is None):
+            raise ValueError("sandbox_permissions and justification are given together")
+        if self.justification is not None and not self.justification.strip():
+            raise ValueError("justification must be a non-empty sentence")
+        return self
+
+
+def resolve_path(raw: str, base: Path, *, field: str = "file_path", tool: str = "read") -> Path:
+    """``raw`` (as the model gave it) made absolute against ``base`` with every symlink and
+    ``..`` resolved. A blank value or one holding NUL is an argument error naming ``field``."""
+    if not raw.strip() or "\0" in raw:
+        raise InvalidToolArgumentsError(tool, [f"{field}: a non-empty path without NUL"])
+    path = Path(os.path.expanduser(raw))
+    if not path.is_absolute():
+        path = base / path
+    return Path(os.path.realpath(path))
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The sandbox rule one call runs under: ``policy`` (``None``: unconfined) and the ``base``
+    directory relative paths start from (the caller's session cwd)."""
+
+    policy: SandboxPolicy | None
+    base: Path
+
+    @classmethod
+    def for_call(
+        cls,
+        execution: ToolExecution,
+        default: SandboxPolicy | None,
+        lookup: SandboxModeLookup | None,
+        requested: Escalation | None = None,
+    ) -> Confinement:
+        """The confinement of ``execution``: ``default`` in the session's mode (from
+        ``lookup``), rooted at the caller's cwd, widened to ``requested`` once approved."""
+        cwd = execution.caller.cwd if execution.caller is not None else None
+        base = Path(cwd) if cwd is not None else Path.cwd()
+        if default is None:
+            return cls(None, base)
+        policy = default
+        mode = lookup(execution) if lookup is not None else None
+        changes: dict[str, object] = {}
+        if mode is not None and mode != policy.mode:
+            changes["mode"] = mode
+        if policy.workspace is None:
+            changes["workspace"] = Path(os.path.realpath(base))
+        if changes:
+            policy = dataclasses.replace(policy, **changes)  # type: ignore[arg-type]
+        if requested is not None:
+            policy = policy.widened(requested)
+        return cls(policy, base)
+
+    @property
+    def mode(self) -> SandboxMode:
+        """The mode in force (``danger-full-access`` when unconfined)."""
+        return "danger-full-access" if self.policy is None else self.policy.mode
+
+    def check(self, path: Path, access: SandboxAccess, *, shown: str) -> None:
+        """Refuse (`SandboxDeniedError` naming ``shown`` and the rule) unless allowed."""
+        if self.policy is None:
+            return
+        decision = self.policy.check(path, access)
+        if decision.allowed:
+            return
+        mode = self.policy.mode
+        wider = (
+            '"danger-full-access"'
+            if mode == "workspace-write"
+            else ('"workspace-write" or "danger-full-access"')
+        )
+        raise SandboxDeniedError(
+            f"the sandbox refuses to {access} {shown} ({decision.reason}) "
+            f"{sandbox_denied_marker(mode)} If the call needs that access, retry it once with "
+            f"sandbox_permissions {wider} and a one-sentence justification; the user is asked "
+            "to approve it.",
+            path=str(path),
+        )
+
+
+def escalation_reason(
+    tool: str, requested: Escalation | None, justification: str | None, current: SandboxMode
+) -> str | None:
+    """The approval reason of an escalated call (``None`` without one); a request that does
+    not widen ``current`` is an argument error."""
+    if requested is None:
+        return None
+    if not sandbox_widens(current, requested):
+        raise InvalidToolArgumentsError(
+            tool,
+            [
+                f"invalid sandbox_permissions: {requested} does not widen the current sandbox "
+                f"mode {current}; call without sandbox_permissions"
+            ],
+        )
+    return f"escalate sandbox to {requested}: {justification or ''}"
+
+
+def open_verified(path: Path, flags: int, mode: int = 0o666, *, dir_fd: int | None = None) -> int:
+    """``os.open`` that refuses a final symlink and, where ``/proc`` says so, a descriptor whose
+    real path is not ``path`` (a component swapped for a link after the check)."""
+    fd = os.open(
+        path if dir_fd is None else path.name,
+        flags | os.O_NOFOLLOW | os.O_CLOEXEC,
+        mode,
+        dir_fd=dir_fd,
+    )
+    try:
+        actual = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return fd  # no /proc: O_NOFOLLOW is the guard
+    if actual != str(path):
+        os.close(fd)
+        raise SandboxDeniedError(
+            f"{path} changed while it was opened (it now leads to {actual}); refused",
+            path=str(path),
+        )
+    return fd

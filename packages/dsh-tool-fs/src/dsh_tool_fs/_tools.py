@@ -1,0 +1,64 @@
+"""`FileTools`: the five file tools over one set of settings, registered together."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_shell import SandboxPolicy
+from dsh_tool_fs._base import FileTool, FsSettings
+from dsh_tool_fs._confinement import SandboxModeLookup
+from dsh_tool_fs._edit import EditTool
+from dsh_tool_fs._observations import Observations
+from dsh_tool_fs._read import ReadTool
+from dsh_tool_fs._search import GlobTool, GrepTool
+from dsh_tool_fs._write import WriteTool
+from dsh_tools import Disposer, ToolDefinition, ToolRegistry
+
+__all__ = ["FileTools"]
+
+
+class FileTools:
+    """``read``, ``write``, ``edit``, ``glob`` and ``grep`` under one sandbox policy.
+
+    ``sandbox`` (``None``: unconfined) is checked in Python before every access, after the path
+    is resolved: its ``workspace`` defaults to the caller's session cwd and its mode to what
+    ``sandbox_mode`` says of the calling session; under a sandbox each tool takes
+    ``sandbox_permissions`` + ``justification`` (approval needed, one call widened).
+    ``ripgrep`` names the ``rg`` executable ``glob``/``grep`` use when it is on ``PATH``
+    (``None``: always the pure-Python engine). The read-before-edit state is shared by the
+    tools and kept per session (`Observations`).
+    """
+
+    def __init__(
+        self,
+        sandbox: SandboxPolicy | None = None,
+        *,
+        sandbox_mode: SandboxModeLookup | None = None,
+        ripgrep: str | None = "rg",
+        observations: Observations | None = None,
+    ) -> None:
+        self.settings = FsSettings(
+            sandbox=sandbox,
+            sandbox_mode=sandbox_mode,
+            observations=observations if observations is not None else Observations(),
+            ripgrep=ripgrep,
+        )
+        self.tools: tuple[FileTool, ...] = tuple(tool(self.settings) for tool in _tool_classes())
+
+    def definitions(self) -> list[ToolDefinition[Any]]:
+        """The five tools, in the order the model is shown them."""
+        return list(self.tools)
+
+    def register(self, registry: ToolRegistry) -> Disposer:
+        """Register every tool on ``registry``; the disposer withdraws them all."""
+        disposers = [registry.register(tool) for tool in self.tools]
+
+        def withdraw() -> None:
+            for disposer in reversed(disposers):
+                disposer()
+
+        return Disposer(withdraw)
+
+
+def _tool_classes() -> tuple[type[FileTool], ...]:
+    return (ReadTool, WriteTool, EditTool, GlobTool, GrepTool)

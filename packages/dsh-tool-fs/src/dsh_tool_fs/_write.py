@@ -1,0 +1,120 @@
+"""``write``: create a file, or replace one the session has read, whole and atomically."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dsh_tool_fs._atomic import write_atomic
+from dsh_tool_fs._base import FileTool
+from dsh_tool_fs._confinement import EscalationArgs, open_verified
+from dsh_tool_fs._errors import FsToolError
+from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
+from dsh_tool_fs._read import WHOLE_FILE_BYTES, read_file_bytes
+from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
+
+__all__ = ["WriteArgs", "WriteTool", "current_file", "encode_text", "store_text"]
+
+
+class WriteArgs(BaseModel):
+    """The ``write`` tool's parameters."""
+
+    model_config = ConfigDict(title="write", extra="forbid")
+
+    file_path: str = Field(description="The file to write: absolute, or relative to the workspace.")
+    content: str = Field(description="The whole new content of the file.")
+
+
+class WriteSandboxArgs(EscalationArgs, WriteArgs):
+    """The ``write`` tool's parameters under a sandbox."""
+
+    model_config = ConfigDict(title="write", extra="forbid")
+
+
+def encode_text(tool: str, field: str, text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate is an argument error naming ``field``."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidToolArgumentsError(tool, [f"{field}: holds a lone surrogate"]) from None
+
+
+def current_file(path: Path) -> tuple[os.stat_result, bytes | None] | None:
+    """The status (and the content, when at most `WHOLE_FILE_BYTES`) of the regular file at
+    ``path``, or ``None`` when nothing is there."""
+    shown = str(path)
+    try:
+        fd = open_verified(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise FsToolError(f"{shown} is a directory", code="FS_NOT_A_FILE", path=shown) from None
+    except OSError as error:
+        raise FsToolError(
+            f"{shown} cannot be opened: {error.strerror}", code="FS_IO", path=shown
+        ) from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise FsToolError(f"{shown} is not a regular file", code="FS_NOT_A_FILE", path=shown)
+        content = (
+            read_file_bytes(fd, status.st_size + 1) if status.st_size <= WHOLE_FILE_BYTES else None
+        )
+        return status, content
+    finally:
+        os.close(fd)
+
+
+class WriteTool(FileTool):
+    """``write``: see the module docs."""
+
+    name = "write"
+    description = (
+        "Create a file, or replace a file's whole content. Overwriting an existing file needs "
+        "a read of it first in this session; prefer edit for a targeted change."
+    )
+    plain_args = WriteArgs
+    sandbox_args = WriteSandboxArgs
+
+    async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
+        """Write the file (see the module docs)."""
+        path = self.target(args, execution, args.file_path, "write", "file_path")
+        shown = str(path)
+        data = encode_text(self.name, "content", args.content)
+        existing = current_file(path)
+        if existing is not None:
+            status, content = existing
+            self.settings.observations.require_current(
+                execution, shown, status, content, action="overwrite"
+            )
+        verb = "Replaced" if existing is not None else "Created"
+        return store_text(
+            self, execution, path, data, existing[0] if existing else None,
+            f"{verb} {shown} ({len(data)} bytes).",
+        )  # fmt: skip
+
+
+def store_text(
+    tool: FileTool,
+    execution: ToolExecution,
+    path: Path,
+    data: bytes,
+    existing: os.stat_result | None,
+    message: str,
+) -> ToolResult:
+    """Write ``data`` to ``path`` atomically, record what this session now knows of the file,
+    and answer ``message`` with that version in the result's ``meta``."""
+    shown = str(path)
+    try:
+        written = write_atomic(path, data, existing)
+    except OSError as error:
+        raise FsToolError(
+            f"{shown} cannot be written: {error.strerror or error}", code="FS_IO", path=shown
+        ) from None
+    observation = Observation.of(shown, written, data)
+    tool.settings.observations.record(execution, observation)
+    return ToolResult.ok(message, meta={OBSERVED_META_KEY: observation.to_meta()})
