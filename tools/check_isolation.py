@@ -2,7 +2,7 @@
 
 Checks that the package imports, that every public name in ``__all__`` resolves, and that the
 environment holds exactly the package's declared dependency closure (read from the installed
-metadata, extras excluded): nothing missing, nothing extra.
+metadata, with the extras a requirement asks for): nothing missing, nothing extra.
 
 Usage: ``python tools/check_isolation.py DIST_NAME``
 """
@@ -22,33 +22,46 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
+_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 
 
 def closure(root: str, installed: set[str]) -> set[str]:
-    """The distributions ``root`` requires, transitively, without extras.
+    """The distributions ``root`` requires, transitively, with the extras that are asked for.
 
     Only the standard library is available here (installing ``packaging`` would spoil the
-    check), so markers are read plainly: a requirement behind ``extra == ...`` is skipped; one
-    behind another marker (a Python version, a platform) counts only when it is installed.
+    check), so markers are read plainly: a requirement behind ``extra == "x"`` counts only when
+    a dependent asked for that extra (``pyjwt[crypto]``); one behind another marker (a Python
+    version, a platform) counts only when it is installed.
     """
-    seen: set[str] = set()
-    stack = [root]
+    seen: set[tuple[str, str]] = set()
+    names: set[str] = set()
+    stack: list[tuple[str, frozenset[str]]] = [(root, frozenset())]
     while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for raw in md.requires(name) or []:
-            requirement, _, marker = raw.partition(";")
-            match = _NAME.match(requirement)
-            if match is None:
-                raise SystemExit(f"{name}: cannot read requirement {raw!r}")
-            dep = _norm(match.group(1))
-            if "extra" in marker or (marker.strip() and dep not in installed):
+        name, extras = stack.pop()
+        names.add(name)
+        for extra in {"", *extras}:
+            if (name, extra) in seen:
                 continue
-            stack.append(dep)
-    return seen
+            seen.add((name, extra))
+            for raw in md.requires(name) or []:
+                requirement, _, marker = raw.partition(";")
+                match = _NAME.match(requirement)
+                if match is None:
+                    raise SystemExit(f"{name}: cannot read requirement {raw!r}")
+                dep = _norm(match.group(1))
+                wanted = frozenset(_norm(e) for e in (match.group(2) or "").split(",") if e.strip())
+                needs = _EXTRA.search(marker)
+                if needs is not None:
+                    if _norm(needs.group(1)) != extra:
+                        continue
+                    rest = _EXTRA.sub("", marker)
+                    if re.search(r"[a-z_]+\s*[<>=!~]", rest) and dep not in installed:
+                        continue
+                elif extra or (marker.strip() and dep not in installed):
+                    continue
+                stack.append((dep, wanted))
+    return names
 
 
 def main(dist: str) -> int:
