@@ -16,6 +16,7 @@ from dsh_agent_core._errors import ConfigError
 from dsh_compaction import CompactionConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
 from dsh_shell import SANDBOX_MODES, SandboxMode
+from dsh_tool_mcp import EnvRef, McpConfig, McpConfigError
 
 __all__ = [
     "BUILTIN_PROVIDERS",
@@ -218,6 +219,8 @@ class Config(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     """``[compaction]``: when and how sessions are compacted (``dsh_compaction``'s keys)."""
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    """``[mcp.servers.NAME]``: MCP servers whose tools every agent gets (``dsh_tool_mcp``)."""
     profile: str | None = None
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
@@ -274,6 +277,9 @@ class Config(BaseModel):
                 None if variable is None else ("***" if environ.get(variable) else "(not set)")
             )
         data["providers"] = providers
+        data["mcp"] = {
+            "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}
+        }
         data["sandbox"]["approval"] = self.sandbox.approval_policy
         return data
 
@@ -382,3 +388,21 @@ def load_config(
         raise _validation_error(source, error) from None
     except ConfigError as error:
         raise ConfigError(f"{source}: {error.key}", error.reason) from None
+    except McpConfigError as error:
+        where = ".".join(part for part in ("mcp.servers", error.server, error.key) if part)
+        raise ConfigError(f"{source}: {where}", error.problem) from None
+
+
+def _masked(server: Any) -> dict[str, Any]:
+    """An MCP server's table for a dump: a value from a variable shows the variable's name, a
+    literal ``env`` or ``headers`` value shows as ``***`` (it may be a token)."""
+    table: dict[str, Any] = server.model_dump(mode="json")
+    for key in ("env", "headers"):
+        values = getattr(server, key, None)
+        if values is None:
+            continue
+        table[key] = {
+            name: ({"env": value.env} if isinstance(value, EnvRef) else "***")
+            for name, value in values.items()
+        }
+    return table

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._config import Config, parse_route
@@ -33,9 +34,12 @@ from dsh_persistence_sqlite import SqlitePersistence
 from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tool_fs import FileTools
+from dsh_tool_mcp import McpServers, McpToolNameError
 from dsh_tools import ResultSpill, ToolDefinition, ToolExecution, ToolRegistry
 
 __all__ = ["Harness", "build_persistence", "compose", "sandbox_policy"]
+
+_log = logging.getLogger("dsh_agent_core")
 
 JOBS_PLUGIN = "tool-jobs"
 """The plugin name on a background job's finish notice."""
@@ -193,6 +197,14 @@ class Harness:
         self.files = FileTools(self.policy, sandbox_mode=self._session_sandbox_mode)
         self._tools.extend(self.files.definitions())
         self.spill = ResultSpill(home / "spill")
+        # MCP servers start with the harness (start(), async with, or the first agent); what
+        # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log
+        self._mcp_log: TextIO | None = None
+        if config.mcp.servers:
+            (home / "logs").mkdir(parents=True, exist_ok=True)
+            self._mcp_log = open(home / "logs" / "mcp-servers.log", "a", encoding="utf-8")  # noqa: SIM115
+        self.mcp = McpServers(config.mcp, environ=env, errlog=self._mcp_log)
+        self._mcp_started = False
         self._tools += [SessionStatusTool(self), SessionCreateTool(self)]
         self._loops: dict[str | None, AgentLoop] = {}
         self._notices = self.jobs.on_finished(self._job_finished)
@@ -214,7 +226,7 @@ class Harness:
         if loop is None:
             allowed = None if preset is None else self.config.presets[preset].tools
             registry = ToolRegistry()
-            for tool in self._tools:
+            for tool in [*self._tools, *self._mcp_tools()]:
                 if allowed is None or tool.name in allowed:
                     registry.register(tool)
             self.spill.install(registry)
@@ -228,6 +240,13 @@ class Harness:
             )
             self._loops[preset] = loop
         return loop
+
+    def _mcp_tools(self) -> list[ToolDefinition[Any]]:
+        try:
+            return list(self.mcp.tools())
+        except McpToolNameError as error:  # never a crash: the agents run without them
+            _log.warning("MCP tools are not offered: %s", error)
+            return []
 
     def sandbox_probe(self) -> SandboxProbe:
         """Whether confined commands can run on this host (bubblewrap), and if not why."""
@@ -316,6 +335,7 @@ class Harness:
                 model = f"{parent.options.provider}:{parent.options.model}"
                 reasoning_effort = reasoning_effort or parent.options.reasoning_effort
             cwd = cwd if cwd is not None else parent.cwd
+        await self.start()
         loop = self.loop(preset)
         settings = self.config.presets[preset] if preset is not None else None
         route = model or (settings.model if settings is not None else None)
@@ -371,6 +391,7 @@ class Harness:
         if preset is not None and preset not in self.config.presets:
             preset = None  # a preset the config no longer defines: the default tool set
         options = self.options(model) if model is not None else None
+        await self.start()
         return await self.loop(preset).resume(session_id, options=options)
 
     async def fork(
@@ -392,6 +413,7 @@ class Harness:
         preset = header.agent_preset if header is not None else None
         if preset is not None and preset not in self.config.presets:
             preset = None
+        await self.start()
         agent = await self.loop(preset).fork(
             parent if parent is not None else parent_id,
             session_id=session_id,
@@ -548,13 +570,29 @@ class Harness:
         except Exception as error:
             failures.append(error)
         try:
+            await self.mcp.aclose()
+        except Exception as error:
+            failures.append(error)
+        if self._mcp_log is not None:
+            self._mcp_log.close()
+        try:
             await self.persistence.aclose()
         except Exception as error:
             failures.append(error)
         if failures:
             raise ExceptionGroup("closing the harness failed", [*failures])  # type: ignore[type-var]
 
+    async def start(self) -> None:
+        """Start the configured MCP servers and list their tools, once (``async with`` and the
+        first ``create``/``resume``/``fork`` do it). A server that fails is reported by
+        ``mcp.status()``, never raised: the agents run without its tools."""
+        if self._mcp_started:
+            return
+        self._mcp_started = True
+        await self.mcp.start()
+
     async def __aenter__(self) -> Harness:
+        await self.start()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

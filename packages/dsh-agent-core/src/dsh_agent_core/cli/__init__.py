@@ -276,6 +276,7 @@ async def env_command(state: State, as_json: bool) -> None:
         rows = harness.shell_env.list()
         home = harness.home
         probe = harness.sandbox_probe()
+        servers = harness.mcp.status()
     if as_json:
         out.print_json(
             json.dumps(
@@ -298,6 +299,14 @@ async def env_command(state: State, as_json: bool) -> None:
     else:
         sandbox = f"unavailable: {probe.cause}; fix: {probe.fix}"
     out.print(f"sandbox: {sandbox}", markup=False)
+    for server in servers:
+        tools = ", ".join(server.tools) if server.tools else "no tools"
+        detail = (
+            f"{server.state} ({tools})"
+            if server.error is None
+            else (f"{server.state}: {server.error}")
+        )
+        out.print(f"mcp server {server.name}: {detail}", markup=False)
 
 
 cli.add_command(sessions)

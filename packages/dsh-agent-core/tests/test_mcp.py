@@ -1,0 +1,117 @@
+"""MCP servers as composed (issue 23 §3): [mcp.servers.NAME] validated and named, started with
+the harness, their tools offered as mcp__<server>__<tool>, a failing server reported by name
+while the agent keeps running, secrets never in the dump, servers closed on aclose."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from dsh_agent_core import Config, ConfigError, compose, load_config
+from dsh_agent_core.cli import cli
+from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+
+SERVER = """
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("adder", log_level="WARNING")
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    \"\"\"Add two numbers.\"\"\"
+    return a + b
+
+
+server.run()
+"""
+
+
+def configured(home: Path, text: str, env: dict[str, str] | None = None) -> Config:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+    return load_config(env={"DSH_HOME": str(home), **(env or {})})
+
+
+def server_table(tmp_path: Path, name: str = "adder") -> str:
+    script = tmp_path / "adder_server.py"
+    script.write_text(SERVER)
+    return (
+        f"[mcp.servers.{name}]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(script))}]\n"
+    )
+
+
+def results(agent: Any) -> list[dict[str, Any]]:
+    return [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+
+
+async def test_a_configured_servers_tools_reach_the_agent(tmp_path: Path) -> None:
+    text = server_table(tmp_path) + '[mcp.servers.broken]\ncommand = "/nonexistent/server"\n'
+    model = ScriptedModel(
+        [tool_call_response(("c1", "mcp__adder__add", {"a": 2, "b": 40})), text_response("42")]
+    )
+    config = configured(tmp_path / "home", text)
+    async with compose(config, models={"scripted": model}) as harness:
+        states = {s.name: s for s in harness.mcp.status()}
+        assert states["adder"].state == "running"
+        assert states["adder"].tools == ["add"]
+        assert states["broken"].state == "failed"
+        assert states["broken"].error
+        assert "mcp__adder__add" in harness.tool_names()
+        agent = await harness.create("add them", model="scripted:m", cwd=tmp_path)
+        await agent.wait_idle()
+        (result,) = results(agent)
+        schema = next(s for s in model.requests[0].tools if s.name == "mcp__adder__add")
+    assert result["content"] == [{"type": "text", "text": "42"}]
+    assert not result["isError"]
+    assert schema.parameters["required"] == ["a", "b"]  # the server's own schema
+    assert {s.name: s.state for s in harness.mcp.status()}["adder"] == "closed"
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[mcp.servers.x]\ncommand = "a"\nurl = "http://h"\n', "mcp.servers.x.url"),
+        ('[mcp.servers.x]\ncommand = "a"\ncolour = "red"\n', "mcp.servers.x.colour"),
+        ("[mcp.servers.x]\n", "mcp.servers.x"),
+        ("[mcp]\nserver = {}\n", "mcp.server"),
+    ],
+)
+def test_a_bad_server_table_is_a_config_error_naming_it(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        configured(tmp_path / "home", text)
+    assert f"config.toml: {key}" in str(caught.value)
+
+
+def test_the_dump_shows_variable_names_never_values(tmp_path: Path) -> None:
+    text = (
+        '[mcp.servers.remote]\nurl = "http://127.0.0.1:1/mcp"\n'
+        'headers = { Authorization = { env = "MCP_TOKEN" }, X-Team = "literal-secret" }\n'
+    )
+    home = tmp_path / "home"
+    configured(home, text)
+    runner = CliRunner()
+    env = {"DSH_HOME": str(home), "MCP_TOKEN": "Bearer very-secret"}
+    done = runner.invoke(cli, ["config", "--dump", "--json"], env=env)
+    assert done.exit_code == 0, done.output
+    headers = json.loads(done.output)["mcp"]["servers"]["remote"]["headers"]
+    assert headers == {"Authorization": {"env": "MCP_TOKEN"}, "X-Team": "***"}
+    assert "very-secret" not in done.output
+    assert "literal-secret" not in done.output
+
+
+def test_dsh_env_shows_each_servers_state_and_tools(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    configured(home, server_table(tmp_path) + '[mcp.servers.broken]\ncommand = "/nonexistent/x"\n')
+    done = CliRunner().invoke(cli, ["env"], env={"DSH_HOME": str(home)})
+    assert done.exit_code == 0, done.output
+    assert "mcp server adder: running (add)" in done.output
+    assert "mcp server broken: failed: " in done.output
