@@ -16,6 +16,7 @@ from dsh_tool_fs._confinement import (
     escalation_reason,
     resolve_path,
 )
+from dsh_tool_fs._errors import FsToolError
 from dsh_tool_fs._observations import Observations
 from dsh_tools import ToolDefinition, ToolExecution
 
@@ -58,6 +59,12 @@ class FileTool(ToolDefinition[Any]):
         """``raw`` resolved, and checked for ``access`` under this call's confinement."""
         confinement = self.confinement(args, execution)
         path = resolve_path(raw, confinement.base, field=field, tool=self.name)
+        if field == "file_path" and raw.endswith("/"):
+            raise FsToolError(
+                f"{path} was named as a directory ({raw!r} ends in '/'); {self.name} takes a file",
+                code="FS_NOT_A_FILE",
+                path=str(path),
+            )
         confinement.check(path, access, shown=str(path))
         return path
 

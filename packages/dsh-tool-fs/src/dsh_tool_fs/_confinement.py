@@ -77,6 +77,28 @@ class EscalationArgs(BaseModel):
         return self
 
 
+def _with_real(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """``paths`` and, where a symlink makes it differ, the real path of each."""
+    return tuple(dict.fromkeys([*paths, *(Path(os.path.realpath(p)) for p in paths)]))
+
+
+def _resolved_paths(policy: SandboxPolicy) -> dict[str, object]:
+    """The policy's paths as the targets will be compared: resolved targets meet resolved
+    rules, so a denied or read-only path that is itself a symlink (``~/.ssh`` into a dotfiles
+    folder) still covers where it leads, as the sandboxed ``bash`` resolves them for its
+    mounts. Denied and read-only rules keep both forms; a temp dir is taken at its real path."""
+    changes: dict[str, object] = {
+        "denied_paths": _with_real(policy.denied_paths),
+        "read_only_paths": _with_real(policy.read_only_paths),
+        "writable_roots": _with_real(policy.writable_roots),
+    }
+    if policy.temp_dir is not None:
+        changes["temp_dir"] = Path(os.path.realpath(policy.temp_dir))
+    if policy.workspace is not None:
+        changes["workspace"] = Path(os.path.realpath(policy.workspace))
+    return changes
+
+
 def resolve_path(raw: str, base: Path, *, field: str = "file_path", tool: str = "read") -> Path:
     """``raw`` (as the model gave it) made absolute against ``base`` with every symlink and
     ``..`` resolved. A blank value or one holding NUL is an argument error naming ``field``."""
@@ -117,8 +139,8 @@ class Confinement:
             changes["mode"] = mode
         if policy.workspace is None:
             changes["workspace"] = Path(os.path.realpath(base))
-        if changes:
-            policy = dataclasses.replace(policy, **changes)  # type: ignore[arg-type]
+        changes |= _resolved_paths(policy)
+        policy = dataclasses.replace(policy, **changes)  # type: ignore[arg-type]
         if requested is not None:
             policy = policy.widened(requested)
         return cls(policy, base)

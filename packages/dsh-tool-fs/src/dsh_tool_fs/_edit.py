@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,6 +60,9 @@ class EditTool(FileTool):
                 self.name, ["new_string: is the same as old_string; nothing would change"]
             )
         path = self.target(args, execution, args.file_path, "write", "file_path")
+        return await asyncio.to_thread(self._edit, args, execution, path)
+
+    def _edit(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
         shown = str(path)
         existing = current_file(path)
         if existing is None:

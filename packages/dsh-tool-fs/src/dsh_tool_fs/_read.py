@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import stat
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
@@ -92,35 +95,59 @@ def read_file_bytes(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _lines(fd: int, size: int) -> tuple[list[str], bytes | None, bool]:
-    """The file's lines (without their ends), its whole content when it was read whole, and
-    whether it is valid UTF-8. A NUL in the first 8 KiB marks a binary file."""
+_STREAM_LINE_CAP = READ_MAX_LINE * 4 + 8
+"""Bytes of one line a streamed read keeps at most (2,000 characters of UTF-8 and a margin)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """The lines to show (from line ``first``), how many lines the file has, its whole content
+    when it was read whole, and whether it is valid UTF-8."""
+
+    lines: list[str]
+    first: int
+    total: int
+    content: bytes | None
+    valid: bool
+
+
+def _decode(raw: bytes) -> tuple[str, bool]:
+    try:
+        return raw.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), False
+
+
+def _window(fd: int, size: int, offset: int, limit: int) -> _Window:
+    """The lines ``offset`` .. ``offset + limit - 1``. A file up to `WHOLE_FILE_BYTES` is read
+    whole; a larger one is streamed, keeping only the window (and at most `_STREAM_LINE_CAP`
+    bytes of any line). A NUL in the first 8 KiB marks a binary file."""
     if size <= WHOLE_FILE_BYTES:
         data = read_file_bytes(fd, WHOLE_FILE_BYTES + 1)
         if b"\0" in data[:8192]:
             raise NotTextError("binary file")
-        try:
-            text, valid = data.decode("utf-8"), True
-        except UnicodeDecodeError:
-            text, valid = data.decode("utf-8", errors="replace"), False
+        text, valid = _decode(data)
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
-        return [line.removesuffix("\r") for line in lines], data, valid
+        shown = [line.removesuffix("\r") for line in lines[offset - 1 : offset - 1 + limit]]
+        return _Window(shown, offset, len(lines), data, valid)
     with os.fdopen(os.dup(fd), "rb") as stream:
-        head = stream.read(8192)
-        if b"\0" in head:
+        if b"\0" in stream.read(8192):
             raise NotTextError("binary file")
         stream.seek(0)
-        collected: list[str] = []
-        valid = True
-        for raw in stream:
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                line, valid = raw.decode("utf-8", errors="replace"), False
-            collected.append(line.rstrip("\n").removesuffix("\r"))
-        return collected, None, valid
+        kept: list[str] = []
+        valid, total = True, 0
+        while raw := stream.readline(_STREAM_LINE_CAP):
+            if len(raw) == _STREAM_LINE_CAP and not raw.endswith(b"\n"):
+                while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                    pass
+            total += 1
+            if offset <= total < offset + limit:
+                line, ok = _decode(raw)
+                valid = valid and ok
+                kept.append(line.rstrip("\n").removesuffix("\r"))
+        return _Window(kept, offset, total, None, valid)
 
 
 class ReadTool(FileTool):
@@ -140,11 +167,14 @@ class ReadTool(FileTool):
         return True
 
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
-        """Read the file (see the module docs)."""
+        """Read the file (see the module docs), off the event loop."""
         path = self.target(args, execution, args.file_path, "read", "file_path")
+        return await asyncio.to_thread(self._read, args, execution, path)
+
+    def _read(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
         shown = str(path)
         try:
-            fd = open_verified(path, os.O_RDONLY)
+            fd = open_verified(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             raise FsToolError(f"{shown} does not exist", code="FS_NOT_FOUND", path=shown) from None
         except IsADirectoryError:
@@ -170,16 +200,16 @@ class ReadTool(FileTool):
             if mime is not None:
                 return self._image(fd, status, shown, mime, execution)
             try:
-                lines, content, valid = _lines(fd, status.st_size)
+                window = _window(fd, status.st_size, args.offset or 1, args.limit or READ_LIMIT)
             except NotTextError:
                 raise NotTextError(
                     f"{shown} is a binary file; read shows text files and images", path=shown
                 ) from None
         finally:
             os.close(fd)
-        observation = Observation.of(shown, status, content)
+        text = _render(shown, window)  # an offset past the end raises: nothing was read
+        observation = Observation.of(shown, status, window.content)
         self.settings.observations.record(execution, observation)
-        text = _render(shown, lines, args.offset or 1, args.limit or READ_LIMIT, valid)
         return ToolResult.ok(text, meta={OBSERVED_META_KEY: observation.to_meta()})
 
     def _image(
@@ -206,10 +236,14 @@ def _lines_count(total: int) -> str:
     return "1 line" if total == 1 else f"{total} lines"
 
 
-def _render(shown: str, lines: list[str], offset: int, limit: int, valid: bool) -> str:
-    total = len(lines)
+def _render(shown: str, window: _Window) -> str:
+    total, offset = window.total, window.first
     header = f"<path>{shown}</path>\n<type>file</type>\n<content>\n"
-    note = "" if valid else "(The file is not valid UTF-8: invalid bytes are shown as U+FFFD.)\n"
+    note = (
+        ""
+        if window.valid
+        else ("(The file is not valid UTF-8: invalid bytes are shown as U+FFFD.)\n")
+    )
     if total == 0:
         return f"{header}{note}(The file is empty.)\n</content>"
     if offset > total:
@@ -222,8 +256,7 @@ def _render(shown: str, lines: list[str], offset: int, limit: int, valid: bool) 
     used = 0
     last = offset - 1
     capped = False
-    for number in range(offset, min(total, offset + limit - 1) + 1):
-        line = lines[number - 1]
+    for number, line in enumerate(window.lines, offset):
         if len(line) > READ_MAX_LINE:
             line = line[:READ_MAX_LINE] + f"... (line truncated to {READ_MAX_LINE} characters)"
         entry = f"{number}: {line}"

@@ -35,10 +35,10 @@ import shutil
 import stat
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, BinaryIO, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
 
@@ -270,9 +270,48 @@ def _newest_first(scope: _Scope, items: Iterable[T], path_of: Callable[[T], str]
     return [item for _, _, item in dated]
 
 
-def _has_nul(path: str, stop: threading.Event) -> bool:
+_LINE_CAP = 1 << 20
+"""Bytes of one line the Python engine reads at most; the rest of a longer line is skipped."""
+
+
+def _open_checked(path: str, policy: SandboxPolicy | None) -> BinaryIO | None:
+    """``path`` opened for reading without following a symlink and without blocking on a FIFO,
+    or ``None`` unless it is a regular file whose real path is ``path`` and readable under
+    ``policy`` (a file swapped for a link after the walk is never read through)."""
     try:
-        with open(path, "rb") as stream:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            real = path
+        if real != path or not path_allowed(policy, real):
+            raise OSError("not the checked file")
+    except OSError:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
+def _bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``stream``, each cut at `_LINE_CAP` bytes (the rest of it skipped)."""
+    while raw := stream.readline(_LINE_CAP):
+        if len(raw) == _LINE_CAP and not raw.endswith(b"\n"):
+            while (rest := stream.readline(_LINE_CAP)) and not rest.endswith(b"\n"):
+                pass
+        yield raw
+
+
+def _has_nul(path: str, stop: threading.Event, policy: SandboxPolicy | None = None) -> bool:
+    stream = _open_checked(path, policy)
+    if stream is None:
+        return True
+    try:
+        with stream:
             while chunk := stream.read(1 << 20):
                 if b"\0" in chunk:
                     return True
@@ -467,12 +506,12 @@ def _search_file(
     context: int,
     budget: _Budget,
     stop: threading.Event,
+    policy: SandboxPolicy | None = None,
 ) -> _Hit | None:
     """The matches of ``regex`` in ``path`` line by line, or ``None`` (no match, binary,
     unreadable)."""
-    try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError:
+    stream = _open_checked(path, policy)
+    if stream is None:
         return None
     with stream:
         try:
@@ -482,7 +521,7 @@ def _search_file(
             hit = _Hit(path)
             before: deque[tuple[int, str]] = deque(maxlen=context or 1)
             after = 0
-            for number, raw in enumerate(stream, 1):
+            for number, raw in enumerate(_bounded_lines(stream), 1):
                 if b"\0" in raw:
                     return None
                 if number % 4096 == 0 and stop.is_set():
@@ -627,7 +666,10 @@ class GrepTool(FileTool):
         include = _glob(_anchored(args.include, scope.root), "include") if args.include else None
         mode: OutputMode = args.output_mode
         context = args.context if mode == "content" else 0
-        executable = _engine(self.settings.ripgrep)
+        # ripgrep runs outside the sandbox and opens files by name: under a confining mode the
+        # Python engine searches, opening every file without following a swapped-in symlink
+        unconfined = scope.policy is None or scope.policy.mode == "danger-full-access"
+        executable = _engine(self.settings.ripgrep) if unconfined else None
         if executable is not None:
             engine: Engine = "ripgrep"
             hits = await self._ripgrep(executable, scope, include, args, mode, context)
@@ -647,7 +689,7 @@ class GrepTool(FileTool):
                         raise SearchCancelled
                     if include is not None and not include.matches(rel):
                         continue
-                    hit = _search_file(path, regex, mode, context, budget, stop)
+                    hit = _search_file(path, regex, mode, context, budget, stop, scope.policy)
                     if hit is not None:
                         found.append(hit)
                 return _newest_first(scope, found, lambda hit: hit.path)
@@ -666,7 +708,9 @@ class GrepTool(FileTool):
         mode: OutputMode,
         context: int,
     ) -> list[_Hit]:
-        if scope.is_file and await _in_thread(lambda stop: _has_nul(str(scope.root), stop)):
+        if scope.is_file and await _in_thread(
+            lambda stop: _has_nul(str(scope.root), stop, scope.policy)
+        ):
             return []  # ripgrep searches a named binary file; the directory walk skips it
         argv = [*_RG_FLAGS, "--encoding", "none", "--color", "never"]
         argv.append("--ignore-case" if args.case_insensitive else "--case-sensitive")

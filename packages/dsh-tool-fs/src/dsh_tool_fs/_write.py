@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dsh_tool_fs._atomic import write_atomic
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
-from dsh_tool_fs._errors import FsToolError
+from dsh_tool_fs._errors import FileChangedError, FsToolError
 from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
 from dsh_tool_fs._read import WHOLE_FILE_BYTES, read_file_bytes
 from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
@@ -48,7 +49,7 @@ def current_file(path: Path) -> tuple[os.stat_result, bytes | None] | None:
     ``path``, or ``None`` when nothing is there."""
     shown = str(path)
     try:
-        fd = open_verified(path, os.O_RDONLY)
+        fd = open_verified(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO never blocks
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -81,8 +82,11 @@ class WriteTool(FileTool):
     sandbox_args = WriteSandboxArgs
 
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
-        """Write the file (see the module docs)."""
+        """Write the file (see the module docs), off the event loop."""
         path = self.target(args, execution, args.file_path, "write", "file_path")
+        return await asyncio.to_thread(self._write, args, execution, path)
+
+    def _write(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
         shown = str(path)
         data = encode_text(self.name, "content", args.content)
         existing = current_file(path)
@@ -111,6 +115,11 @@ def store_text(
     shown = str(path)
     try:
         written = write_atomic(path, data, existing)
+    except FileExistsError:
+        raise FileChangedError(
+            f"{shown} was created by something else while this call ran; read it first",
+            path=shown,
+        ) from None
     except OSError as error:
         raise FsToolError(
             f"{shown} cannot be written: {error.strerror or error}", code="FS_IO", path=shown
