@@ -130,6 +130,7 @@ CONTRACT_VARIANTS: dict[str, tuple[str, str | None, str | None]] = {
     "sqlite-compressed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "compressed"),
     "sqlite-plain": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "plain"),
     "sqlite-packed": ("dsh-persistence-sqlite", "DSH_SQLITE_VARIANT", "packed"),
+    "postgres": ("dsh-persistence-postgres", None, None),
 }
 # A contract run that needs two implementations together (DESIGN §2) lives in tests-integration/:
 # its test file and the other packages it installs. The `integration` session leaves it alone.

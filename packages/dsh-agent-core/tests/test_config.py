@@ -30,6 +30,8 @@ def test_no_file_means_plain_jsonl_under_the_home(tmp_path: Path) -> None:
         "pack_chunks": False,
         "path": None,
         "sqlite_compression": True,
+        "dsn_env": "DSH_POSTGRES_DSN",
+        "postgres_schema": "dsh",
     }
     assert config.model == "deepseek:deepseek-chat"
 

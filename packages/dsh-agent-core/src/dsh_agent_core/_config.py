@@ -53,16 +53,20 @@ class PersistenceConfig(BaseModel):
     """Where session logs go. ``backend = "jsonl"`` (default) keeps one file per session under
     ``root`` (default ``<DSH_HOME>/sessions-plain`` for plain logs, ``<DSH_HOME>/sessions`` for
     zstd); ``backend = "sqlite"`` keeps one database at ``path`` (default
-    ``<DSH_HOME>/sessions.sqlite3``)."""
+    ``<DSH_HOME>/sessions.sqlite3``); ``backend = "postgres"`` keeps them in a PostgreSQL
+    database whose DSN is in the environment variable ``dsn_env`` (the DSN, which may hold a
+    password, is never in the config), in the schema ``postgres_schema``."""
 
     model_config = _STRICT
 
-    backend: Literal["jsonl", "sqlite"] = "jsonl"
+    backend: Literal["jsonl", "sqlite", "postgres"] = "jsonl"
     root: str | None = None
     compression: Literal["none", "zstd"] = "none"
     pack_chunks: bool = False
     path: str | None = None
     sqlite_compression: bool = True
+    dsn_env: str = Field(default="DSH_POSTGRES_DSN", min_length=1)
+    postgres_schema: str = Field(default="dsh", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 class ProviderConfig(BaseModel):
@@ -252,6 +256,10 @@ class Config(BaseModel):
         through ``dsh-paths``)."""
         return resolve_dsh_home(self.dsh_home)
 
+    def environment(self) -> Mapping[str, str]:
+        """The environment this configuration was loaded from (``os.environ`` by default)."""
+        return self._env if self._env is not None else os.environ
+
     def dump(self) -> dict[str, Any]:
         """The configuration as plain data with every value filled in (the home, the
         persistence location, every provider); secrets are never in it (keys are read from the
@@ -276,6 +284,9 @@ class Config(BaseModel):
             provider["api_key"] = (
                 None if variable is None else ("***" if environ.get(variable) else "(not set)")
             )
+        if persistence["backend"] == "postgres":
+            dsn = self.environment().get(self.persistence.dsn_env)
+            persistence["dsn"] = "***" if dsn else "(not set)"
         data["providers"] = providers
         data["mcp"] = {
             "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}

@@ -30,6 +30,7 @@ from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
+from dsh_persistence_postgres import PostgresPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
@@ -45,10 +46,22 @@ JOBS_PLUGIN = "tool-jobs"
 """The plugin name on a background job's finish notice."""
 
 
-def build_persistence(config: Config) -> SessionPersistence:
-    """The backend the configuration names, at its resolved location."""
+def build_persistence(config: Config, env: Mapping[str, str] | None = None) -> SessionPersistence:
+    """The backend the configuration names, at its resolved location (``env``: where the
+    PostgreSQL DSN variable is read; default the config's environment, else ``os.environ``)."""
     dumped = config.dump()["persistence"]
     settings = config.persistence
+    if settings.backend == "postgres":
+        environ = env if env is not None else config.environment()
+        dsn = environ.get(settings.dsn_env)
+        if not dsn:
+            raise DshError(
+                f"persistence.backend is postgres but the environment variable "
+                f"{settings.dsn_env} (persistence.dsn_env) that holds its DSN is not set"
+            )
+        return PostgresPersistence(
+            dsn, schema=settings.postgres_schema, compression=settings.sqlite_compression
+        )
     if settings.backend == "sqlite":
         path = Path(dumped["path"])
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +82,7 @@ def _harness_files(config: Config, home: Path) -> tuple[Path, ...]:
         database = Path(persistence["path"]).absolute()
         paths.append(database)
         paths += [database.with_name(database.name + end) for end in ("-wal", "-shm", "-journal")]
-    else:
+    elif persistence["backend"] == "jsonl":
         paths.append(Path(persistence["root"]).absolute())
     if config.source is not None:
         paths.append(Path(config.source).absolute())
@@ -150,7 +163,7 @@ class Harness:
             raise HomeConflictError(str(home), str(resolve_dsh_home(skills_home)))
         self.config = config
         self.home = home
-        self.persistence = build_persistence(config)
+        self.persistence = build_persistence(config, env)
         self.shell_env = ShellEnvRegistry(dsh_home=home)
         self.policy = sandbox_policy(config)
         self.executor = SandboxExecutor(
