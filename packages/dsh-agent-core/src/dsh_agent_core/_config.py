@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from dsh_agent import ApprovalPolicy
 from dsh_agent_core._errors import ConfigError
 from dsh_compaction import CompactionConfig
+from dsh_hooks import HOOK_EVENTS, HooksConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
 from dsh_shell import SANDBOX_MODES, SandboxMode
 from dsh_tool_mcp import EnvRef, McpConfig, McpConfigError
@@ -223,6 +224,9 @@ class Config(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     """``[compaction]``: when and how sessions are compacted (``dsh_compaction``'s keys)."""
+    hooks: HooksConfig | None = None
+    """``[hooks]``: Claude Code or Codex command hooks (``dialect`` and the run options, then one
+    array of tables per event, ``[[hooks.PreToolUse]]``, in that dialect's shape)."""
     mcp: McpConfig = Field(default_factory=McpConfig)
     """``[mcp.servers.NAME]``: MCP servers whose tools every agent gets (``dsh_tool_mcp``)."""
     profile: str | None = None
@@ -255,6 +259,15 @@ class Config(BaseModel):
         """The DSH home: ``dsh_home`` here, else ``$DSH_HOME``, else ``~/.dsh`` (resolved once,
         through ``dsh-paths``)."""
         return resolve_dsh_home(self.dsh_home)
+
+    @field_validator("hooks", mode="before")
+    @classmethod
+    def _events_beside_the_options(cls, value: Any) -> Any:
+        # [hooks] holds dialect and options, and each event's array beside them
+        if isinstance(value, dict) and "hooks" not in value:
+            events = {k: v for k, v in value.items() if k in HOOK_EVENTS}
+            value = {k: v for k, v in value.items() if k not in HOOK_EVENTS} | {"hooks": events}
+        return value
 
     def environment(self) -> Mapping[str, str]:
         """The environment this configuration was loaded from (``os.environ`` by default)."""

@@ -26,6 +26,7 @@ from dsh_agent_loop import AgentBusyError, AgentLoop, LoopAgent, ResumeOptionsEr
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
 from dsh_bash_sandbox import SandboxExecutor, SandboxProbe
 from dsh_compaction import CompactionError, CompactionResult, Compactor
+from dsh_hooks import HookRunner
 from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
@@ -218,6 +219,10 @@ class Harness:
             self._mcp_log = open(home / "logs" / "mcp-servers.log", "a", encoding="utf-8")  # noqa: SIM115
         self.mcp = McpServers(config.mcp, environ=env, errlog=self._mcp_log)
         self._mcp_started = False
+        # command hooks (trusted user configuration, as in Claude Code and Codex: unconfined)
+        self.hooks = HookRunner(config.hooks, self.executor) if config.hooks else None
+        if self.hooks is not None:
+            self._hook_points = self.hooks.install(self.extensions)
         self._tools += [SessionStatusTool(self), SessionCreateTool(self)]
         self._loops: dict[str | None, AgentLoop] = {}
         self._notices = self.jobs.on_finished(self._job_finished)
@@ -243,6 +248,8 @@ class Harness:
                 if allowed is None or tool.name in allowed:
                     registry.register(tool)
             self.spill.install(registry)
+            if self.hooks is not None:
+                self.hooks.install(tools=registry)
             loop = AgentLoop(
                 self.models,
                 registry,
@@ -582,6 +589,11 @@ class Harness:
             await self.executor.aclose()
         except Exception as error:
             failures.append(error)
+        if self.hooks is not None:
+            try:
+                await self.hooks.aclose()
+            except Exception as error:
+                failures.append(error)
         try:
             await self.mcp.aclose()
         except Exception as error:

@@ -1,0 +1,56 @@
+"""Claude Code and Codex compatible command hooks for DSH agents.
+
+``HookRunner(config, executor)`` runs the command hooks of a `HooksConfig` (either dialect's
+``hooks`` table) through a ``dsh_shell.ShellExecutor``: the payload as JSON on stdin, in the
+session's cwd, with a timeout (600 s unless the hook sets one), with no ``DSH_*`` variables
+unless the configuration gives some. ``runner.install(extensions, tools)`` mounts the five
+events on a loop's ``dsh_agent.Extensions`` (``session_start``, ``pre_step``,
+``turn_stopping``) and a ``dsh_tools.ToolRegistry`` (pre- and post-execute hooks):
+``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``, ``PostToolUse``, ``Stop``.
+
+Existing hook scripts work unchanged: the payload fields, the exit-code-2 convention and the
+JSON answers are the dialect's own (see `PayloadBuilder`, `parse_hook_output` and
+`HookRunner`). ``transcript_path`` is always ``""`` (Claude Code) or ``null`` (Codex).
+"""
+
+from dsh_hooks._config import (
+    DEFAULT_HOOK_TIMEOUT,
+    HOOK_EVENTS,
+    CommandHook,
+    HookDialect,
+    HookEventName,
+    HooksConfig,
+    HookTable,
+    MatcherGroup,
+)
+from dsh_hooks._matcher import Matcher
+from dsh_hooks._output import (
+    HookDecision,
+    HookOutput,
+    MergedOutcome,
+    merge_outputs,
+    parse_hook_output,
+)
+from dsh_hooks._payloads import PayloadBuilder
+from dsh_hooks._runner import HOOK_BLOCKED_CODE, HookRunner, plugin_name
+
+__all__ = [
+    "DEFAULT_HOOK_TIMEOUT",
+    "HOOK_BLOCKED_CODE",
+    "HOOK_EVENTS",
+    "CommandHook",
+    "HookDecision",
+    "HookDialect",
+    "HookEventName",
+    "HookOutput",
+    "HookRunner",
+    "HookTable",
+    "HooksConfig",
+    "Matcher",
+    "MatcherGroup",
+    "MergedOutcome",
+    "PayloadBuilder",
+    "merge_outputs",
+    "parse_hook_output",
+    "plugin_name",
+]

@@ -1,0 +1,200 @@
+"""The hook configuration as data: Claude Code's and Codex's ``hooks`` shape, validated.
+
+Both dialects write the same table (Claude Code in ``settings.json``, Codex in ``hooks.json``)::
+
+    {"hooks": {"PreToolUse": [{"matcher": "Bash|Write",
+                               "hooks": [{"type": "command", "command": "...", "timeout": 30}]}]}}
+
+an event name maps to matcher groups, each a ``matcher`` and the command hooks it selects.
+Codex may leave ``type`` out and spell the timeout ``timeoutSec``; both forms are accepted in
+either dialect. Unknown keys, unknown events, hook types other than ``command`` and invalid
+regular expressions are refused with a pydantic ``ValidationError`` naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
+
+from dsh_hooks._matcher import Matcher
+from dsh_shell import validate_dsh_environment, validate_ordinary_env
+
+__all__ = [
+    "DEFAULT_HOOK_TIMEOUT",
+    "HOOK_EVENTS",
+    "CommandHook",
+    "HookDialect",
+    "HookEventName",
+    "HookTable",
+    "HooksConfig",
+    "MatcherGroup",
+]
+
+HookDialect: TypeAlias = Literal["claude-code", "codex"]
+"""Whose payloads and conventions a configuration speaks."""
+
+HookEventName: TypeAlias = Literal[
+    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"
+]
+"""The events bridged: the five both Claude Code and Codex define."""
+
+HOOK_EVENTS: tuple[HookEventName, ...] = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+)
+"""Every bridged event, in lifecycle order."""
+
+DEFAULT_HOOK_TIMEOUT = 600.0
+"""Seconds a hook may run when its entry sets no ``timeout`` (both dialects' default)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class CommandHook(_Strict):
+    """One command hook: ``{"type": "command", "command": "...", "timeout"?: seconds}``.
+
+    ``command`` is bash text, run as is (no substitution); ``timeout`` (alias ``timeoutSec``)
+    overrides the configuration's ``default_timeout``.
+    """
+
+    type: Literal["command"] = "command"
+    command: str = Field(min_length=1)
+    timeout: PositiveFloat | None = Field(
+        default=None, validation_alias=AliasChoices("timeout", "timeoutSec")
+    )
+
+
+class MatcherGroup(_Strict):
+    """A ``matcher`` and the ``hooks`` it selects (see ``dsh_hooks`` for the matcher forms).
+
+    The subject is the tool name (``PreToolUse``, ``PostToolUse``) or the session source
+    (``SessionStart``: ``startup`` or ``resume``); ``UserPromptSubmit`` and ``Stop`` have none
+    and ignore the matcher, as Claude Code does.
+    """
+
+    matcher: str | None = None
+    hooks: tuple[CommandHook, ...] = Field(min_length=1)
+    _compiled: Matcher = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _compile(self) -> MatcherGroup:
+        try:
+            self._compiled = Matcher.compile(self.matcher)
+        except Exception as error:  # re.error, or a pattern too large to compile
+            raise ValueError(f"matcher {self.matcher!r} is not a valid regex: {error}") from None
+        return self
+
+    def selects(self, subject: str | None) -> bool:
+        """Whether this group's hooks run for ``subject`` (``None``: an event without one)."""
+        return subject is None or self._compiled.matches(subject)
+
+
+class HookTable(_Strict):
+    """The ``hooks`` object: event name → matcher groups (absent events have none)."""
+
+    session_start: tuple[MatcherGroup, ...] = Field(default=(), alias="SessionStart")
+    user_prompt_submit: tuple[MatcherGroup, ...] = Field(default=(), alias="UserPromptSubmit")
+    pre_tool_use: tuple[MatcherGroup, ...] = Field(default=(), alias="PreToolUse")
+    post_tool_use: tuple[MatcherGroup, ...] = Field(default=(), alias="PostToolUse")
+    stop: tuple[MatcherGroup, ...] = Field(default=(), alias="Stop")
+
+    def groups(self, event: HookEventName) -> tuple[MatcherGroup, ...]:
+        """The matcher groups configured for ``event``."""
+        groups: tuple[MatcherGroup, ...] = getattr(self, _ATTRIBUTES[event])
+        return groups
+
+    def selected(
+        self, event: HookEventName, subject: str | None
+    ) -> Iterator[tuple[MatcherGroup, CommandHook]]:
+        """Every hook that runs for ``event`` and ``subject``, in configuration order."""
+        for group in self.groups(event):
+            if group.selects(subject):
+                for hook in group.hooks:
+                    yield group, hook
+
+
+_ATTRIBUTES: dict[HookEventName, str] = {
+    name: field
+    for field, info in HookTable.model_fields.items()
+    for name in HOOK_EVENTS
+    if info.alias == name
+}
+
+
+class HooksConfig(_Strict):
+    """Everything a `HookRunner` needs: the dialect, the hook table and the run options.
+
+    - ``dialect``: ``claude-code`` or ``codex`` (payload fields, stdin framing, decisions);
+    - ``hooks``: the `HookTable` (the ``hooks`` object of either dialect);
+    - ``default_timeout``: seconds a hook runs at most when it sets none (600);
+    - ``model``: Codex's ``model`` payload field (default ``""``);
+    - ``project_dir``: Claude Code's ``CLAUDE_PROJECT_DIR`` (default: the session cwd);
+    - ``env``: extra ordinary environment for hook children (no ``DSH_*`` names);
+    - ``dsh_env``: managed ``DSH_*`` values for hook children; they get none unless given here;
+    - ``stderr_summary_max_chars``: the cap on stderr kept in a ``hook/result`` event (500).
+
+    Build it from data with ``HooksConfig.model_validate({...})`` or from a dialect's document
+    with `from_document` / `load`.
+    """
+
+    dialect: HookDialect
+    hooks: HookTable = Field(default_factory=HookTable)
+    default_timeout: PositiveFloat = DEFAULT_HOOK_TIMEOUT
+    model: str = ""
+    project_dir: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    dsh_env: dict[str, str] = Field(default_factory=dict)
+    stderr_summary_max_chars: PositiveInt = 500
+
+    @field_validator("env")
+    @classmethod
+    def _ordinary_env(cls, value: dict[str, str]) -> dict[str, str]:
+        return dict(validate_ordinary_env(value))
+
+    @field_validator("dsh_env")
+    @classmethod
+    def _managed_env(cls, value: dict[str, str]) -> dict[str, str]:
+        return dict(validate_dsh_environment(value))
+
+    @classmethod
+    def from_document(
+        cls, document: Mapping[str, Any], *, dialect: HookDialect, **options: Any
+    ) -> HooksConfig:
+        """The configuration of a dialect's hook document plus ``options`` (the other fields).
+
+        ``document`` is ``{"hooks": {...}}`` (Claude Code's settings shape and Codex's
+        ``hooks.json``) or, as Codex also accepts, the bare event map. Pass a Claude Code
+        settings file as ``{"hooks": settings["hooks"]}``: its other keys are not hooks.
+        """
+        if not isinstance(document, Mapping):
+            raise TypeError(f"a hook document is a JSON object, not {type(document).__name__}")
+        table = document["hooks"] if set(document) == {"hooks"} else document
+        return cls.model_validate({**options, "dialect": dialect, "hooks": table})
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike[str], *, dialect: HookDialect, **options: Any
+    ) -> HooksConfig:
+        """`from_document` of the JSON file at ``path``."""
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls.from_document(document, dialect=dialect, **options)

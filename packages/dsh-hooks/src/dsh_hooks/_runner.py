@@ -1,0 +1,407 @@
+"""``HookRunner``: the configured command hooks, bridged onto a loop and a tool registry.
+
+Where each event runs and what its answer does:
+
+- ``SessionStart`` (``session_start``, subject ``startup`` | ``resume``): starts at once, in the
+  background, so creating an agent never waits on it. Its context (``additionalContext`` or
+  plain stdout) becomes one ``user/message`` from the plugin source ``hooks-claude-code`` /
+  ``hooks-codex`` that enters *before* the prompt of the agent's first step (the first
+  ``pre_step`` waits for the hook). Blocking answers do not apply.
+- ``UserPromptSubmit`` (``pre_step``, when user-typed messages enter): a block (exit 2,
+  ``decision: "block"``) or ``continue: false`` rejects the step (``Reject``: the turn ends
+  ``blocked``, the prompt is dropped); context enters after the prompt.
+- ``PreToolUse`` (pre-execute hook, subject the tool name): a deny (exit 2, ``decision:
+  "block"``, ``permissionDecision: "deny"``) refuses the call with the hook's reason (an error
+  result for the model); Claude Code's ``ask`` asks the approver (``Ask``); Codex honours only
+  blocks.
+- ``PostToolUse`` (post-execute hook): a block keeps the result's content, appends the reason
+  and makes it an error result; context is appended to the result as its own text block.
+- ``Stop`` (``turn_stopping``): a block steers the agent with the reason (``continue: blocked
+  by Stop hook`` when it gave none), so the turn runs another step; ``stop_hook_active`` is
+  true in the payloads of the rest of that turn.
+- ``continue: false`` on a turn-scoped event cancels the turn (``CancelCause("hook", reason)``).
+
+Matching hooks of one event run one after another, in configuration order, and their answers
+are merged (`merge_outputs`). A hook that fails, is killed or times out is a non-blocking
+error, logged by Python logging (``dsh_hooks``) and, inside an open turn, as the
+``hook/invoked`` + ``hook/result`` pair in the agent's session. ``SessionStart`` runs outside
+any turn: its pair is logged when its context enters the first turn (inside it), and only by
+Python logging when the agent never runs one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from dsh_agent import (
+    Agent,
+    CancelCause,
+    Enter,
+    Extensions,
+    PreStepDecision,
+    Reject,
+    SessionStartSource,
+    StepContext,
+    TurnStopping,
+)
+from dsh_hooks._config import HookEventName, HooksConfig
+from dsh_hooks._journal import TurnTracker, append_hook_pair, last_assistant_text
+from dsh_hooks._output import HookOutput, MergedOutcome, merge_outputs
+from dsh_hooks._payloads import PayloadBuilder
+from dsh_hooks._run import run_command_hook
+from dsh_llm import PluginSource, TextBlock, UserMessage, UserSource
+from dsh_session import Session
+from dsh_shell import ShellExecutor
+from dsh_tools import (
+    Ask,
+    Deny,
+    Disposer,
+    PolicyDecision,
+    ToolErrorInfo,
+    ToolExecution,
+    ToolRegistry,
+    ToolResult,
+)
+
+__all__ = ["HOOK_BLOCKED_CODE", "HookRunner", "plugin_name"]
+
+_log = logging.getLogger("dsh_hooks")
+
+HOOK_BLOCKED_CODE = "HOOK_BLOCKED"
+"""The error code of a tool result a ``PostToolUse`` hook blocked."""
+
+_PLAIN_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit"})
+
+
+def plugin_name(config: HooksConfig) -> str:
+    """The plugin source name of the messages a runner adds: ``hooks-<dialect>``."""
+    return f"hooks-{config.dialect}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """One finished hook, kept until it can be logged inside a turn."""
+
+    handler_id: str
+    matcher: str | None
+    output: HookOutput
+    duration_ms: int
+
+
+class _SessionStart:
+    """The background ``SessionStart`` run of one session, until its context has entered."""
+
+    __slots__ = ("logged", "task")
+
+    def __init__(self, task: asyncio.Task[tuple[MergedOutcome, list[_Ran]]]) -> None:
+        self.task = task
+        self.logged = False
+
+
+def _session_of(value: object) -> Session | None:
+    session = getattr(value, "session", None)
+    return session if isinstance(session, Session) else None
+
+
+def _prompt_text(messages: Iterable[UserMessage]) -> str:
+    return "\n\n".join(
+        "".join(block.text for block in message.content if isinstance(block, TextBlock))
+        for message in messages
+    )
+
+
+class HookRunner:
+    """Runs the command hooks of ``config`` through ``executor`` (see the module docs).
+
+    ``install(extensions, tools)`` mounts it on a loop's `Extensions` and a `ToolRegistry`
+    (either may be left out) and returns the disposer; ``aclose()`` cancels the background
+    ``SessionStart`` runs. One runner may serve many agents at once.
+    """
+
+    def __init__(self, config: HooksConfig, executor: ShellExecutor) -> None:
+        self.config = config
+        self.executor = executor
+        self._payloads = PayloadBuilder(config)
+        self._plugin = PluginSource(plugin=plugin_name(config))
+        self._ids = itertools.count(1)
+        self._turns = TurnTracker()
+        self._starting: weakref.WeakKeyDictionary[Session, _SessionStart] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._continued: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+
+    # -- mounting ---------------------------------------------------------------------------
+
+    def install(
+        self, extensions: Extensions | None = None, tools: ToolRegistry | None = None
+    ) -> Disposer:
+        """Register on the extension points and tool hooks of the configured events only."""
+        hooks = self.config.hooks
+        disposers: list[Disposer] = []
+        if extensions is not None:
+            if hooks.session_start:
+                disposers.append(extensions.session_start.add(self.session_start))
+            if hooks.session_start or hooks.user_prompt_submit:
+                disposers.append(extensions.pre_step.add(self.pre_step))
+            if hooks.stop:
+                disposers.append(extensions.turn_stopping.add(self.turn_stopping))
+        if tools is not None:
+            if hooks.pre_tool_use:
+                disposers.append(tools.add_pre_execute_hook(self.pre_tool_use))
+            if hooks.post_tool_use:
+                disposers.append(tools.add_post_execute_hook(self.post_tool_use))
+
+        def withdraw() -> None:
+            for disposer in disposers:
+                disposer()
+
+        return Disposer(withdraw)
+
+    async def aclose(self) -> None:
+        """Cancel every ``SessionStart`` run still going, and wait for them to end."""
+        tasks = [state.task for state in list(self._starting.values())]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- running ----------------------------------------------------------------------------
+
+    def _env(self, cwd: str | None) -> Mapping[str, str]:
+        env = dict(self.config.env)
+        if self.config.dialect == "claude-code":
+            project = self.config.project_dir if self.config.project_dir is not None else cwd
+            if project is not None:
+                env.setdefault("CLAUDE_PROJECT_DIR", project)
+        return env
+
+    async def _run(
+        self,
+        event: HookEventName,
+        subject: str | None,
+        payload: Mapping[str, object],
+        *,
+        cwd: str | None,
+        session: Session | None = None,
+        turn: int | None = None,
+    ) -> tuple[MergedOutcome, list[_Ran]]:
+        """Run every hook ``event`` selects for ``subject``; with a ``session`` and an open
+        ``turn`` each one is logged as it finishes, else it is returned for later logging."""
+        stdin = json.dumps(payload, ensure_ascii=False)
+        if self.config.dialect == "claude-code":
+            stdin += "\n"
+        outputs: list[HookOutput] = []
+        unlogged: list[_Ran] = []
+        for group, hook in self.config.hooks.selected(event, subject):
+            handler_id = f"{self.config.dialect}:{event}:{next(self._ids)}"
+            ran = await run_command_hook(
+                self.executor,
+                hook,
+                event,
+                stdin,
+                workdir=cwd,
+                default_timeout=self.config.default_timeout,
+                env=self._env(cwd),
+                dsh_env=self.config.dsh_env,
+                plain_stdout_is_context=event in _PLAIN_CONTEXT_EVENTS,
+            )
+            output = ran.output
+            self._report(event, hook.command, output)
+            outputs.append(output)
+            record = _Ran(handler_id, group.matcher, output, ran.duration_ms)
+            if session is not None and turn is not None:
+                self._append(session, turn, event, record)
+            else:
+                unlogged.append(record)
+        return merge_outputs(outputs), unlogged
+
+    def _report(self, event: str, command: str, output: HookOutput) -> None:
+        if output.failed:
+            _log.warning("%s hook %r: %s (non-blocking)", event, command, output.error)
+        if output.updated_input is not None:
+            _log.warning("%s hook %r asked for updatedInput, which is not applied", event, command)
+        if output.system_message is not None:
+            _log.info("%s hook %r: %s", event, command, output.system_message)
+
+    def _append(self, session: Session, turn: int, event: str, record: _Ran) -> None:
+        append_hook_pair(
+            session,
+            turn=turn,
+            point=event,
+            dialect=self.config.dialect,
+            handler_id=record.handler_id,
+            matcher=record.matcher,
+            output=record.output,
+            duration_ms=record.duration_ms,
+            stderr_limit=self.config.stderr_summary_max_chars,
+        )
+
+    def _context_message(self, contexts: Iterable[str]) -> UserMessage | None:
+        blocks = [TextBlock(text=text) for text in contexts]
+        if not blocks:
+            return None
+        return UserMessage(content=list(blocks), source=self._plugin)
+
+    def _halt(self, agent: object, event: str, outcome: MergedOutcome) -> None:
+        if outcome.stop and isinstance(agent, Agent):
+            reason = outcome.stop_reason or f"stopped by {event} hook"
+            agent.cancel(CancelCause(kind="hook", reason=reason), keep_inbox=True)
+
+    # -- SessionStart -----------------------------------------------------------------------
+
+    def session_start(self, agent: Agent, source: SessionStartSource) -> None:
+        """The ``session_start`` listener: start the ``SessionStart`` hooks in the background."""
+        if not any(True for _ in self.config.hooks.selected("SessionStart", source)):
+            return
+        payload = self._payloads.session_start(agent.id, agent.cwd, source)
+        task = asyncio.ensure_future(self._run("SessionStart", source, payload, cwd=agent.cwd))
+        self._starting[agent.session] = _SessionStart(task)
+
+    async def _session_start_context(self, session: Session, turn: int) -> _SessionStart | None:
+        """Wait for the session's ``SessionStart`` run and log it inside ``turn`` (once)."""
+        state = self._starting.get(session)
+        if state is None:
+            return None
+        if state.task.cancelled():
+            del self._starting[session]
+            return None
+        await asyncio.wait([state.task])  # its failure is handled below, never raised here
+        if state.task.cancelled() or state.task.exception() is not None:
+            if not state.task.cancelled():
+                _log.warning("SessionStart hooks failed: %s", state.task.exception())
+            del self._starting[session]
+            return None
+        if not state.logged:
+            state.logged = True
+            for record in state.task.result()[1]:
+                self._append(session, turn, "SessionStart", record)
+        return state
+
+    # -- UserPromptSubmit -------------------------------------------------------------------
+
+    async def pre_step(
+        self, step: StepContext, decision: PreStepDecision
+    ) -> PreStepDecision | None:
+        """The ``pre_step`` listener: ``SessionStart`` context and ``UserPromptSubmit``."""
+        if isinstance(decision, Reject) or not decision.messages:
+            return None  # nothing enters: a waiting SessionStart context waits on
+        agent = step.agent
+        session = agent.session
+        started = await self._session_start_context(session, step.turn)
+        before = self._context_message(started.task.result()[0].contexts) if started else None
+        after = None
+        prompts = [m for m in decision.messages if isinstance(m.source, UserSource)]
+        if prompts and self.config.hooks.user_prompt_submit:
+            payload = self._payloads.user_prompt_submit(
+                agent.id, agent.cwd, step.turn, _prompt_text(prompts)
+            )
+            outcome, _ = await self._run(
+                "UserPromptSubmit",
+                None,
+                payload,
+                cwd=agent.cwd,
+                session=session,
+                turn=step.turn,
+            )
+            if outcome.decision == "deny" or outcome.stop:
+                return Reject(outcome.reason or outcome.stop_reason)
+            after = self._context_message(outcome.contexts)
+        if started is not None:
+            del self._starting[session]
+        if before is None and after is None:
+            return None
+        messages = [*([before] if before else []), *decision.messages, *([after] if after else [])]
+        return Enter(tuple(messages))
+
+    # -- Stop -------------------------------------------------------------------------------
+
+    async def turn_stopping(self, stopping: TurnStopping) -> None:
+        """The ``turn_stopping`` listener: ``Stop``; a block steers the agent on."""
+        agent, session, turn = stopping.agent, stopping.agent.session, stopping.turn
+        payload = self._payloads.stop(
+            agent.id,
+            agent.cwd,
+            turn,
+            active=self._continued.get(session) == turn,
+            last_assistant_message=last_assistant_text(session),
+        )
+        outcome, _ = await self._run(
+            "Stop", None, payload, cwd=agent.cwd, session=session, turn=turn
+        )
+        if outcome.decision == "deny":
+            self._continued[session] = turn
+            reason = outcome.reason or "continue: blocked by Stop hook"
+            agent.steer(UserMessage.from_text(reason, source=self._plugin))
+        else:
+            self._halt(agent, "Stop", outcome)
+
+    # -- PreToolUse / PostToolUse -----------------------------------------------------------
+
+    def _tool_facts(
+        self, execution: ToolExecution
+    ) -> tuple[str, str | None, Session | None, int | None]:
+        caller = execution.caller
+        session = _session_of(caller)
+        turn = self._turns.open_turn(session) if session is not None else None
+        cwd = caller.cwd if caller is not None else None
+        return execution.session_id or "", cwd, session, turn
+
+    async def pre_tool_use(self, execution: ToolExecution) -> PolicyDecision | None:
+        """The pre-execute hook: ``PreToolUse``."""
+        session_id, cwd, session, turn = self._tool_facts(execution)
+        payload = self._payloads.pre_tool_use(
+            session_id,
+            cwd,
+            turn if turn is not None else 0,
+            execution.tool_name,
+            execution.arguments,
+            execution.call_id,
+        )
+        outcome, _ = await self._run(
+            "PreToolUse", execution.tool_name, payload, cwd=cwd, session=session, turn=turn
+        )
+        self._halt(execution.caller, "PreToolUse", outcome)
+        if outcome.decision == "deny":
+            return Deny(outcome.reason or "blocked by PreToolUse hook")
+        if outcome.stop:
+            return Deny(outcome.stop_reason or "stopped by PreToolUse hook")
+        if outcome.decision == "ask" and self.config.dialect == "claude-code":
+            return Ask(outcome.reason)
+        return None
+
+    async def post_tool_use(
+        self, execution: ToolExecution, result: ToolResult
+    ) -> ToolResult | None:
+        """The post-execute hook: ``PostToolUse``."""
+        session_id, cwd, session, turn = self._tool_facts(execution)
+        payload = self._payloads.post_tool_use(
+            session_id,
+            cwd,
+            turn if turn is not None else 0,
+            execution.tool_name,
+            execution.arguments,
+            execution.call_id,
+            result.text,
+        )
+        outcome, _ = await self._run(
+            "PostToolUse", execution.tool_name, payload, cwd=cwd, session=session, turn=turn
+        )
+        self._halt(execution.caller, "PostToolUse", outcome)
+        extra = [TextBlock(text=text) for text in outcome.contexts]
+        if outcome.decision == "deny":
+            reason = outcome.reason or "blocked by PostToolUse hook"
+            error = result.error if result.is_error and result.error is not None else None
+            return ToolResult(
+                content=[*result.content, TextBlock(text=f"PostToolUse hook: {reason}"), *extra],
+                is_error=True,
+                error=error or ToolErrorInfo(name="ToolHookError", code=HOOK_BLOCKED_CODE),
+                meta=result.meta,
+            )
+        if not extra:
+            return None
+        return result.model_copy(update={"content": [*result.content, *extra]})
