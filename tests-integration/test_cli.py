@@ -361,6 +361,8 @@ def test_the_plain_profile_dumps_sessions_plain_without_compression_or_packing(d
         "pack_chunks": False,
         "path": None,
         "sqlite_compression": True,
+        "dsn_env": "DSH_POSTGRES_DSN",
+        "postgres_schema": "dsh",
     }
     toml = dsh.ok("--profile", "plain", "config", "--dump").stdout.decode()
     assert f'root = "{dsh.home / "sessions-plain"}"' in toml
