@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dsh_agent_core import Config, ConfigError, compose, load_config
+from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 
 
@@ -51,3 +53,66 @@ def test_a_bad_hook_table_is_a_config_error_naming_the_key(tmp_path: Path) -> No
     text = '[hooks]\ndialect = "claude-code"\n\n[[hooks.PreToolUse]]\ncolour = "red"\n'
     with pytest.raises(ConfigError, match="hooks"):
         configured(tmp_path / "home", text)
+
+
+def _recorder(directory: Path, name: str) -> Path:
+    """A hook script appending each payload it reads as one line of <name>.jsonl."""
+    script = directory / f"{name}.sh"
+    script.write_text(
+        f"#!/bin/bash\ncat >> {directory / name}.jsonl\necho >> {directory / name}.jsonl\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _payloads(directory: Path, name: str) -> list[dict]:
+    path = directory / f"{name}.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+async def test_a_session_create_child_runs_subagent_hooks_and_a_full_settings_table_loads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    events = ("SessionStart", "Stop", "SubagentStart", "SubagentStop")
+    text = '[presets.helper]\nsystem = "You help."\n\n[hooks]\ndialect = "claude-code"\n'
+    for event in events:
+        text += f'\n[[hooks.{event}]]\nhooks = [{{ command = "{_recorder(hooks, event)}" }}]\n'
+    # what a Claude Code settings file also holds: an event and a handler dsh-hooks does not run
+    text += '\n[[hooks.Notification]]\nhooks = [{ command = "notify-send hi" }]\n'
+    text += '\n[[hooks.PreToolUse]]\nhooks = [{ type = "prompt", prompt = "Safe?" }]\n'
+
+    def answer(request: Any) -> Any:
+        """Parent and child share the model: answer by who asks and how far they got."""
+        if request.messages[0].content[0].text == "child task":
+            return text_response("child done")
+        if not any(isinstance(m, ToolResultMessage) for m in request.messages):
+            create = json.dumps({"prompt": "child task"})
+            return tool_call_response(("c1", "session_create", create))
+        return text_response("parent done")
+
+    model = ScriptedModel([answer, answer, answer])
+    with caplog.at_level("WARNING", logger="dsh_hooks"):
+        config = configured(tmp_path / "home", text)
+        async with compose(config, models={"scripted": model}) as harness:
+            parent = await harness.create(
+                "spawn", model="scripted:m", cwd=tmp_path, preset="helper"
+            )
+            await parent.wait_idle()
+            (child,) = [a for a in harness.live() if a.id != parent.id]
+            await child.wait_idle()
+    assert [p["session_id"] for p in _payloads(hooks, "SessionStart")] == [parent.id]
+    assert [p["session_id"] for p in _payloads(hooks, "Stop")] == [parent.id]
+    (start,) = _payloads(hooks, "SubagentStart")
+    assert (start["session_id"], start["agent_id"], start["agent_type"]) == (
+        child.id,
+        child.id,
+        "helper",
+    )
+    (stop,) = _payloads(hooks, "SubagentStop")
+    assert (stop["agent_id"], stop["stop_hook_active"]) == (child.id, False)
+    assert "hooks.Notification: not an event dsh-hooks runs (left out)" in caplog.text
+    assert "a 'prompt' handler, not a command (left out)" in caplog.text

@@ -100,8 +100,8 @@ class BashExecutor:
 class FakeAgent:
     """An agent over a bare session: what it was sent and how it was cancelled are recorded."""
 
-    def __init__(self, session_id: str = "s-1", cwd: str | None = None) -> None:
-        self.session = Session(SessionHeader(id=session_id, created_at=0, cwd=cwd))
+    def __init__(self, session_id: str = "s-1", cwd: str | None = None, **header: Any) -> None:
+        self.session = Session(SessionHeader(id=session_id, created_at=0, cwd=cwd, **header))
         self.options = AgentOptions(provider="p", model="m")
         self.status = "idle"
         self.sent: list[tuple[list[UserMessage | str], str]] = []

@@ -62,10 +62,11 @@ def test_codex_bare_event_map_is_read() -> None:
 @pytest.mark.parametrize(
     ("table", "named"),
     [
-        ({"Notification": [{"hooks": [{"command": "true"}]}]}, "Notification"),
+        ({"PreToolUSE": [{"hooks": [{"command": "true"}]}]}, "did you mean 'PreToolUse'"),
+        ({"PostToolUsed": [{"hooks": [{"command": "true"}]}]}, "did you mean 'PostToolUse'"),
         ({"Stop": [{"hooks": [{"command": "true", "shell": "zsh"}]}]}, "shell"),
         ({"Stop": [{"hooks": [{"command": "true"}], "when": "always"}]}, "when"),
-        ({"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}, "type"),
+        ({"Stop": [{"hooks": [{"type": "comand", "command": "x"}]}]}, "type"),
         ({"Stop": [{"hooks": []}]}, "hooks"),
         ({"Stop": [{"hooks": [{"command": ""}]}]}, "command"),
         ({"Stop": [{"hooks": [{"command": "true", "timeout": 0}]}]}, "timeout"),
@@ -111,3 +112,77 @@ def test_matchers_follow_claude_code_literal_and_regex_forms() -> None:
     assert not regex.matches("Read")
     for everything in (None, "", "*"):
         assert Matcher.compile(everything).matches("anything")
+
+
+FULL_CLAUDE_SETTINGS = {
+    "permissions": {"allow": ["Bash(ls:*)"]},
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [
+                    {"type": "command", "command": "./guard.sh", "statusMessage": "Checking"},
+                    {"type": "http", "url": "http://127.0.0.1:9/hook"},
+                ],
+            },
+            {"matcher": "Write", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]},
+        ],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+        "PreCompact": [{"matcher": "auto", "hooks": [{"type": "command", "command": "true"}]}],
+        "SessionEnd": [{"hooks": [{"type": "command", "command": "./bye.sh"}]}],
+        "SubagentStop": [
+            {
+                "hooks": [
+                    {"type": "command", "command": "./later.sh", "async": True},
+                    {"type": "command", "command": "./now.sh", "async": False},
+                ]
+            }
+        ],
+    },
+}
+
+
+def test_a_full_claude_code_settings_file_loads_and_names_what_is_left_out() -> None:
+    config = HooksConfig.from_document(
+        {"hooks": FULL_CLAUDE_SETTINGS["hooks"]}, dialect="claude-code"
+    )
+    (group,) = config.hooks.groups("PreToolUse")  # the prompt-only group is gone
+    assert [hook.command for hook in group.hooks] == ["./guard.sh"]
+    assert group.hooks[0].status_message == "Checking"
+    (stop,) = config.hooks.groups("SubagentStop")
+    assert [hook.command for hook in stop.hooks] == ["./now.sh"]
+    assert config.ignored == (
+        "hooks.PreToolUse[0].hooks[1]: a 'http' handler, not a command (left out)",
+        "hooks.PreToolUse[1].hooks[0]: a 'prompt' handler, not a command (left out)",
+        "hooks.Notification: not an event dsh-hooks runs (left out)",
+        "hooks.PreCompact: not an event dsh-hooks runs (left out)",
+        "hooks.SessionEnd: not an event dsh-hooks runs (left out)",
+        "hooks.SubagentStop[0].hooks[0]: an async command hook (left out)",
+    )
+
+
+def test_codex_has_no_subagent_events_so_they_are_left_out() -> None:
+    table = {
+        "SubagentStart": [{"hooks": [{"command": "true"}]}],
+        "Stop": [{"hooks": [{"command": "true"}]}],
+    }
+    config = HooksConfig.from_document({"hooks": table}, dialect="codex")
+    assert config.hooks.groups("SubagentStart") == ()
+    assert len(config.hooks.groups("Stop")) == 1
+    assert config.ignored == ("hooks.SubagentStart: not a codex event (left out)",)
+    claude = HooksConfig.from_document({"hooks": table}, dialect="claude-code")
+    assert len(claude.hooks.groups("SubagentStart")) == 1
+    assert claude.ignored == ()
+
+
+def test_the_runner_warns_about_each_left_out_entry(caplog: pytest.LogCaptureFixture) -> None:
+    from dsh_hooks import HookRunner
+
+    config = HooksConfig.from_document(
+        {"hooks": {"SessionEnd": [{"hooks": [{"command": "true"}]}]}}, dialect="codex"
+    )
+    with caplog.at_level("WARNING", logger="dsh_hooks"):
+        HookRunner(config, executor=None)  # type: ignore[arg-type]  # never run here
+    assert [r.getMessage() for r in caplog.records] == [
+        "hook configuration: hooks.SessionEnd: not an event dsh-hooks runs (left out)"
+    ]

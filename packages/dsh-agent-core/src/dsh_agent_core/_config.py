@@ -263,10 +263,11 @@ class Config(BaseModel):
     @field_validator("hooks", mode="before")
     @classmethod
     def _events_beside_the_options(cls, value: Any) -> Any:
-        # [hooks] holds dialect and options, and each event's array beside them
+        # [hooks] holds dialect and options, and each event's array of tables beside them
+        # ([[hooks.Notification]] too: events dsh-hooks does not run are left out, named)
         if isinstance(value, dict) and "hooks" not in value:
-            events = {k: v for k, v in value.items() if k in HOOK_EVENTS}
-            value = {k: v for k, v in value.items() if k not in HOOK_EVENTS} | {"hooks": events}
+            events = {k: v for k, v in value.items() if k in HOOK_EVENTS or isinstance(v, list)}
+            value = {k: v for k, v in value.items() if k not in events} | {"hooks": events}
         return value
 
     def environment(self) -> Mapping[str, str]:

@@ -3,10 +3,11 @@
 ``HookRunner(config, executor)`` runs the command hooks of a `HooksConfig` (either dialect's
 ``hooks`` table) through a ``dsh_shell.ShellExecutor``: the payload as JSON on stdin, in the
 session's cwd, with a timeout (600 s unless the hook sets one), with no ``DSH_*`` variables
-unless the configuration gives some. ``runner.install(extensions, tools)`` mounts the five
+unless the configuration gives some. ``runner.install(extensions, tools)`` mounts the
 events on a loop's ``dsh_agent.Extensions`` (``session_start``, ``pre_step``,
 ``turn_stopping``) and a ``dsh_tools.ToolRegistry`` (pre- and post-execute hooks):
-``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``, ``PostToolUse``, ``Stop``.
+``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``, ``PostToolUse``, ``Stop``, and Claude
+Code's ``SubagentStart`` / ``SubagentStop`` for child sessions.
 
 Existing hook scripts work unchanged: the payload fields, the exit-code-2 convention and the
 JSON answers are the dialect's own (see `PayloadBuilder`, `parse_hook_output` and
@@ -15,6 +16,7 @@ JSON answers are the dialect's own (see `PayloadBuilder`, `parse_hook_output` an
 
 from dsh_hooks._config import (
     DEFAULT_HOOK_TIMEOUT,
+    DIALECT_EVENTS,
     HOOK_EVENTS,
     CommandHook,
     HookDialect,
@@ -36,6 +38,7 @@ from dsh_hooks._runner import HOOK_BLOCKED_CODE, HookRunner, plugin_name
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
+    "DIALECT_EVENTS",
     "HOOK_BLOCKED_CODE",
     "HOOK_EVENTS",
     "CommandHook",

@@ -7,12 +7,21 @@ Both dialects write the same table (Claude Code in ``settings.json``, Codex in `
 
 an event name maps to matcher groups, each a ``matcher`` and the command hooks it selects.
 Codex may leave ``type`` out and spell the timeout ``timeoutSec``; both forms are accepted in
-either dialect. Unknown keys, unknown events, hook types other than ``command`` and invalid
-regular expressions are refused with a pydantic ``ValidationError`` naming the key.
+either dialect.
+
+A whole settings file loads: what the dialect defines but dsh-hooks does not run — the other
+events (``Notification``, ``PreCompact``, ``SessionEnd``, …, and ``SubagentStart`` /
+``SubagentStop`` in Codex, which has none), handler types other than ``command`` (``http``,
+``prompt``, ``agent``, ``mcp_tool``) and ``async`` command hooks — is left out, and each is
+named in `HooksConfig.ignored` (the runner logs them as warnings). Unknown keys, an event name
+that looks like a misspelt bridged one (``PreToolUSE``, ``PostToolUsed``), an unknown handler
+type and invalid regular expressions are refused with a pydantic ``ValidationError`` naming the
+key.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -27,6 +36,7 @@ from pydantic import (
     PositiveFloat,
     PositiveInt,
     PrivateAttr,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
@@ -36,6 +46,7 @@ from dsh_shell import validate_dsh_environment, validate_ordinary_env
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
+    "DIALECT_EVENTS",
     "HOOK_EVENTS",
     "CommandHook",
     "HookDialect",
@@ -49,9 +60,16 @@ HookDialect: TypeAlias = Literal["claude-code", "codex"]
 """Whose payloads and conventions a configuration speaks."""
 
 HookEventName: TypeAlias = Literal[
-    "SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop"
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "SubagentStart",
+    "SubagentStop",
 ]
-"""The events bridged: the five both Claude Code and Codex define."""
+"""The events bridged: the five both Claude Code and Codex define, and Claude Code's two
+subagent events."""
 
 HOOK_EVENTS: tuple[HookEventName, ...] = (
     "SessionStart",
@@ -59,8 +77,19 @@ HOOK_EVENTS: tuple[HookEventName, ...] = (
     "PreToolUse",
     "PostToolUse",
     "Stop",
+    "SubagentStart",
+    "SubagentStop",
 )
 """Every bridged event, in lifecycle order."""
+
+DIALECT_EVENTS: Mapping[HookDialect, frozenset[HookEventName]] = {
+    "claude-code": frozenset(HOOK_EVENTS),
+    "codex": frozenset(HOOK_EVENTS[:5]),
+}
+"""The bridged events each dialect has (Codex has no subagent events)."""
+
+_OTHER_HANDLER_TYPES = frozenset({"http", "prompt", "agent", "mcp_tool"})
+"""Handler types of the dialects that are not commands: loaded, left out, named."""
 
 DEFAULT_HOOK_TIMEOUT = 600.0
 """Seconds a hook may run when its entry sets no ``timeout`` (both dialects' default)."""
@@ -82,6 +111,8 @@ class CommandHook(_Strict):
     timeout: PositiveFloat | None = Field(
         default=None, validation_alias=AliasChoices("timeout", "timeoutSec")
     )
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    """The text the dialects' interfaces show while the hook runs; read, not shown."""
 
 
 class MatcherGroup(_Strict):
@@ -117,6 +148,26 @@ class HookTable(_Strict):
     pre_tool_use: tuple[MatcherGroup, ...] = Field(default=(), alias="PreToolUse")
     post_tool_use: tuple[MatcherGroup, ...] = Field(default=(), alias="PostToolUse")
     stop: tuple[MatcherGroup, ...] = Field(default=(), alias="Stop")
+    subagent_start: tuple[MatcherGroup, ...] = Field(default=(), alias="SubagentStart")
+    subagent_stop: tuple[MatcherGroup, ...] = Field(default=(), alias="SubagentStop")
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _leave_out_what_is_not_run(
+        cls, data: Any, handler: ValidatorFunctionWrapHandler
+    ) -> HookTable:
+        ignored: list[str] = []
+        if isinstance(data, Mapping):
+            data = _runnable_table(data, ignored)
+        table: HookTable = handler(data)
+        table._ignored = (*table._ignored, *ignored)
+        return table
+
+    @property
+    def ignored(self) -> tuple[str, ...]:
+        """What the table held that is not run, one sentence each (see the module docs)."""
+        return self._ignored
 
     def groups(self, event: HookEventName) -> tuple[MatcherGroup, ...]:
         """The matcher groups configured for ``event``."""
@@ -131,6 +182,49 @@ class HookTable(_Strict):
             if group.selects(subject):
                 for hook in group.hooks:
                     yield group, hook
+
+
+def _runnable_table(table: Mapping[Any, Any], ignored: list[str]) -> dict[Any, Any]:
+    """``table`` without the events and handlers that are not run (each noted in ``ignored``);
+    a misspelt bridged event is refused."""
+    kept: dict[Any, Any] = {}
+    for name, groups in table.items():
+        if name in HOOK_EVENTS:
+            kept[name] = _runnable_groups(name, groups, ignored)
+            continue
+        if isinstance(name, str):
+            near: list[str] = [e for e in HOOK_EVENTS if e.lower() == name.lower()]
+            near = near or difflib.get_close_matches(name, HOOK_EVENTS, n=1, cutoff=0.85)
+            if near:
+                raise ValueError(f"hooks.{name}: not an event; did you mean {near[0]!r}?")
+        ignored.append(f"hooks.{name}: not an event dsh-hooks runs (left out)")
+    return kept
+
+
+def _runnable_groups(event: str, groups: Any, ignored: list[str]) -> Any:
+    if not isinstance(groups, list | tuple):
+        return groups  # refused by the field's validation, naming it
+    kept: list[Any] = []
+    for index, group in enumerate(groups):
+        hooks = group.get("hooks") if isinstance(group, Mapping) else None
+        if not isinstance(hooks, list | tuple) or not hooks:
+            kept.append(group)
+            continue
+        runnable: list[Any] = []
+        for position, hook in enumerate(hooks):
+            where = f"hooks.{event}[{index}].hooks[{position}]"
+            kind = hook.get("type") if isinstance(hook, Mapping) else None
+            if kind in _OTHER_HANDLER_TYPES:
+                ignored.append(f"{where}: a {kind!r} handler, not a command (left out)")
+            elif isinstance(hook, Mapping) and hook.get("async") is True:
+                ignored.append(f"{where}: an async command hook (left out)")
+            elif isinstance(hook, Mapping) and "async" in hook and hook["async"] is False:
+                runnable.append({k: v for k, v in hook.items() if k != "async"})
+            else:
+                runnable.append(hook)
+        if runnable:
+            kept.append({**group, "hooks": runnable})
+    return kept
 
 
 _ATTRIBUTES: dict[HookEventName, str] = {
@@ -165,6 +259,26 @@ class HooksConfig(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     dsh_env: dict[str, str] = Field(default_factory=dict)
     stderr_summary_max_chars: PositiveInt = 500
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _dialect_events_only(self) -> HooksConfig:
+        ignored = list(self.hooks.ignored)
+        others = [e for e in HOOK_EVENTS if e not in DIALECT_EVENTS[self.dialect]]
+        present = [e for e in others if self.hooks.groups(e)]
+        if present:
+            update = {_ATTRIBUTES[e]: () for e in present}
+            object.__setattr__(self, "hooks", self.hooks.model_copy(update=update))
+            ignored += [f"hooks.{e}: not a {self.dialect} event (left out)" for e in present]
+        self._ignored = tuple(ignored)
+        return self
+
+    @property
+    def ignored(self) -> tuple[str, ...]:
+        """What the configuration holds that is not run — events the dialect has but dsh-hooks
+        does not bridge, handlers that are not commands, ``async`` hooks — one sentence each.
+        `HookRunner` logs each as a warning."""
+        return self._ignored
 
     @field_validator("env")
     @classmethod

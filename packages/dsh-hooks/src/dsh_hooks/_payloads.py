@@ -14,7 +14,10 @@ text of the entering messages); ``PreToolUse``: ``tool_name``, ``tool_input``, `
 ``PostToolUse``: those and ``tool_response`` (the result's text); ``Stop``:
 ``stop_hook_active`` (true once a Stop hook has continued this turn) and, in Codex,
 ``last_assistant_message``. ``tool_input`` is the call's arguments (Claude Code) or
-``{"command": <its command argument or "">}`` (Codex's shell shape).
+``{"command": <its command argument or "">}`` (Codex's shell shape). Claude Code's subagent
+events carry the child session's base fields and ``agent_id`` (the child's session id) and
+``agent_type`` (its preset, else ``general-purpose``); ``SubagentStop`` adds
+``stop_hook_active`` and ``agent_transcript_path`` (always ``""``, as ``transcript_path``).
 """
 
 from __future__ import annotations
@@ -137,3 +140,23 @@ class PayloadBuilder:
         if self._codex:
             payload["last_assistant_message"] = last_assistant_message
         return payload
+
+    def subagent_start(self, session_id: str, cwd: str | None, agent_type: str) -> dict[str, Any]:
+        """``SubagentStart`` (Claude Code)."""
+        return {
+            **self.base("SubagentStart", session_id, cwd, None),
+            "agent_id": session_id,
+            "agent_type": agent_type,
+        }
+
+    def subagent_stop(
+        self, session_id: str, cwd: str | None, turn: int, agent_type: str, *, active: bool
+    ) -> dict[str, Any]:
+        """``SubagentStop`` (Claude Code)."""
+        return {
+            **self.base("SubagentStop", session_id, cwd, turn),
+            "stop_hook_active": active,
+            "agent_id": session_id,
+            "agent_type": agent_type,
+            "agent_transcript_path": "",
+        }

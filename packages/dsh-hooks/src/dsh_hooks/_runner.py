@@ -19,7 +19,17 @@ Where each event runs and what its answer does:
 - ``Stop`` (``turn_stopping``): a block steers the agent with the reason (``continue: blocked
   by Stop hook`` when it gave none), so the turn runs another step; ``stop_hook_active`` is
   true in the payloads of the rest of that turn.
+- ``SubagentStart`` / ``SubagentStop`` (Claude Code; subject the child's ``agent_type``):
+  for a child session (its header's ``origin`` is ``subagent``, as ``session_create`` makes
+  them) they take the place of ``SessionStart`` (at its startup) and of ``Stop``, as in Claude
+  Code: ``SubagentStart`` context enters before the child's first prompt, a ``SubagentStop``
+  block steers the child on. A child's prompts do not run ``UserPromptSubmit`` (its prompt is
+  the parent's, not the user's); its tool calls run ``PreToolUse`` / ``PostToolUse``. Codex has
+  no subagent events: its hooks see a child as any other session.
 - ``continue: false`` on a turn-scoped event cancels the turn (``CancelCause("hook", reason)``).
+- ``updatedInput`` is logged as a warning and not applied: the call's arguments are already in
+  the log (``tool/call``, the assistant message the model is replayed), and running other
+  arguments than those would make the log lie about what ran.
 
 Matching hooks of one event run one after another, in configuration order, and their answers
 are merged (`merge_outputs`). A hook that fails, is killed or times out is a non-blocking
@@ -95,12 +105,16 @@ class _Ran:
 
 
 class _SessionStart:
-    """The background ``SessionStart`` run of one session, until its context has entered."""
+    """The background ``SessionStart`` (or ``SubagentStart``) run of one session, until its
+    context has entered."""
 
-    __slots__ = ("logged", "task")
+    __slots__ = ("event", "logged", "task")
 
-    def __init__(self, task: asyncio.Task[tuple[MergedOutcome, list[_Ran]]]) -> None:
+    def __init__(
+        self, task: asyncio.Task[tuple[MergedOutcome, list[_Ran]]], event: HookEventName
+    ) -> None:
         self.task = task
+        self.event = event
         self.logged = False
 
 
@@ -135,6 +149,8 @@ class HookRunner:
             weakref.WeakKeyDictionary()
         )
         self._continued: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+        for note in config.ignored:
+            _log.warning("hook configuration: %s", note)
 
     # -- mounting ---------------------------------------------------------------------------
 
@@ -145,11 +161,12 @@ class HookRunner:
         hooks = self.config.hooks
         disposers: list[Disposer] = []
         if extensions is not None:
-            if hooks.session_start:
+            starting = hooks.session_start or hooks.subagent_start
+            if starting:
                 disposers.append(extensions.session_start.add(self.session_start))
-            if hooks.session_start or hooks.user_prompt_submit:
+            if starting or hooks.user_prompt_submit:
                 disposers.append(extensions.pre_step.add(self.pre_step))
-            if hooks.stop:
+            if hooks.stop or hooks.subagent_stop:
                 disposers.append(extensions.turn_stopping.add(self.turn_stopping))
         if tools is not None:
             if hooks.pre_tool_use:
@@ -247,6 +264,13 @@ class HookRunner:
             return None
         return UserMessage(content=list(blocks), source=self._plugin)
 
+    def _subagent_type(self, session: Session) -> str | None:
+        """The ``agent_type`` of a child session in the Claude Code dialect, else ``None``."""
+        header = session.header
+        if self.config.dialect != "claude-code" or header is None or header.origin != "subagent":
+            return None
+        return header.agent_preset or "general-purpose"
+
     def _halt(self, agent: object, event: str, outcome: MergedOutcome) -> None:
         if outcome.stop and isinstance(agent, Agent):
             reason = outcome.stop_reason or f"stopped by {event} hook"
@@ -255,12 +279,21 @@ class HookRunner:
     # -- SessionStart -----------------------------------------------------------------------
 
     def session_start(self, agent: Agent, source: SessionStartSource) -> None:
-        """The ``session_start`` listener: start the ``SessionStart`` hooks in the background."""
-        if not any(True for _ in self.config.hooks.selected("SessionStart", source)):
+        """The ``session_start`` listener: start the ``SessionStart`` hooks (a child's
+        ``SubagentStart`` hooks) in the background."""
+        event: HookEventName = "SessionStart"
+        subject: str = source
+        agent_type = self._subagent_type(agent.session) if source == "startup" else None
+        if agent_type is not None:
+            event, subject = "SubagentStart", agent_type
+        if not any(True for _ in self.config.hooks.selected(event, subject)):
             return
-        payload = self._payloads.session_start(agent.id, agent.cwd, source)
-        task = asyncio.ensure_future(self._run("SessionStart", source, payload, cwd=agent.cwd))
-        self._starting[agent.session] = _SessionStart(task)
+        if agent_type is not None:
+            payload = self._payloads.subagent_start(agent.id, agent.cwd, agent_type)
+        else:
+            payload = self._payloads.session_start(agent.id, agent.cwd, source)
+        task = asyncio.ensure_future(self._run(event, subject, payload, cwd=agent.cwd))
+        self._starting[agent.session] = _SessionStart(task, event)
 
     async def _session_start_context(self, session: Session, turn: int) -> _SessionStart | None:
         """Wait for the session's ``SessionStart`` run and log it inside ``turn`` (once)."""
@@ -273,13 +306,13 @@ class HookRunner:
         await asyncio.wait([state.task])  # its failure is handled below, never raised here
         if state.task.cancelled() or state.task.exception() is not None:
             if not state.task.cancelled():
-                _log.warning("SessionStart hooks failed: %s", state.task.exception())
+                _log.warning("%s hooks failed: %s", state.event, state.task.exception())
             del self._starting[session]
             return None
         if not state.logged:
             state.logged = True
             for record in state.task.result()[1]:
-                self._append(session, turn, "SessionStart", record)
+                self._append(session, turn, state.event, record)
         return state
 
     # -- UserPromptSubmit -------------------------------------------------------------------
@@ -287,7 +320,8 @@ class HookRunner:
     async def pre_step(
         self, step: StepContext, decision: PreStepDecision
     ) -> PreStepDecision | None:
-        """The ``pre_step`` listener: ``SessionStart`` context and ``UserPromptSubmit``."""
+        """The ``pre_step`` listener: ``SessionStart`` / ``SubagentStart`` context and
+        ``UserPromptSubmit``."""
         if isinstance(decision, Reject) or not decision.messages:
             return None  # nothing enters: a waiting SessionStart context waits on
         agent = step.agent
@@ -296,7 +330,8 @@ class HookRunner:
         before = self._context_message(started.task.result()[0].contexts) if started else None
         after = None
         prompts = [m for m in decision.messages if isinstance(m.source, UserSource)]
-        if prompts and self.config.hooks.user_prompt_submit:
+        user = self._subagent_type(session) is None  # a child's prompts are its parent's
+        if prompts and user and self.config.hooks.user_prompt_submit:
             payload = self._payloads.user_prompt_submit(
                 agent.id, agent.cwd, step.turn, _prompt_text(prompts)
             )
@@ -321,24 +356,37 @@ class HookRunner:
     # -- Stop -------------------------------------------------------------------------------
 
     async def turn_stopping(self, stopping: TurnStopping) -> None:
-        """The ``turn_stopping`` listener: ``Stop``; a block steers the agent on."""
+        """The ``turn_stopping`` listener: ``Stop`` (a child's ``SubagentStop``); a block
+        steers the agent on."""
         agent, session, turn = stopping.agent, stopping.agent.session, stopping.turn
-        payload = self._payloads.stop(
-            agent.id,
-            agent.cwd,
-            turn,
-            active=self._continued.get(session) == turn,
-            last_assistant_message=last_assistant_text(session),
-        )
+        active = self._continued.get(session) == turn
+        event: HookEventName = "Stop"
+        subject = None
+        agent_type = self._subagent_type(session)
+        if agent_type is not None:
+            event, subject = "SubagentStop", agent_type
+            payload = self._payloads.subagent_stop(
+                agent.id, agent.cwd, turn, agent_type, active=active
+            )
+        else:
+            payload = self._payloads.stop(
+                agent.id,
+                agent.cwd,
+                turn,
+                active=active,
+                last_assistant_message=last_assistant_text(session),
+            )
+        if not any(True for _ in self.config.hooks.selected(event, subject)):
+            return
         outcome, _ = await self._run(
-            "Stop", None, payload, cwd=agent.cwd, session=session, turn=turn
+            event, subject, payload, cwd=agent.cwd, session=session, turn=turn
         )
         if outcome.decision == "deny":
             self._continued[session] = turn
-            reason = outcome.reason or "continue: blocked by Stop hook"
+            reason = outcome.reason or f"continue: blocked by {event} hook"
             agent.steer(UserMessage.from_text(reason, source=self._plugin))
         else:
-            self._halt(agent, "Stop", outcome)
+            self._halt(agent, event, outcome)
 
     # -- PreToolUse / PostToolUse -----------------------------------------------------------
 
