@@ -117,6 +117,28 @@ def build(session: nox.Session) -> None:
     session.log(f"dist/ holds {len(list(DIST.glob('*.whl')))} wheels for version {_version()}")
 
 
+def _release_files() -> list[Path]:
+    """The wheel and sdist of every package at the lockstep version, as built into dist/."""
+    version = _version()
+    files = []
+    for pkg in PACKAGES:
+        stem = pkg.replace("-", "_")
+        files += [DIST / f"{stem}-{version}-py3-none-any.whl", DIST / f"{stem}-{version}.tar.gz"]
+    return files
+
+
+@nox.session(python=None)
+def release_check(session: nox.Session) -> None:
+    """Build every distribution and check its metadata as PyPI would (`twine check --strict`)."""
+    _ensure_built(session)
+    files = _release_files()
+    missing = [str(f.relative_to(ROOT)) for f in files if not f.is_file()]
+    if missing:
+        session.error(f"not built: {', '.join(missing)}")
+    session.install("twine>=6.1")
+    session.run("twine", "check", "--strict", *(str(f) for f in files))
+
+
 # Contract suites run as their own sessions, once per backend configuration: the package's
 # tests/test_contract.py reads the variable (when one is named) and runs only that configuration.
 # The package's `tests` session leaves that file to these sessions.

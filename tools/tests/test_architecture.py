@@ -190,6 +190,8 @@ def test_wrong_sibling_range_is_reported(tmp_path: Path) -> None:
 def test_bump_moves_every_version_and_sibling_range(tmp_path: Path) -> None:
     _package(tmp_path, "dsh-llm", [], "")
     _package(tmp_path, "dsh-session", ["dsh-llm>=0.1,<0.2"], "import dsh_llm\n")
+    for name in ("dsh-llm", "dsh-session"):  # the bump refuses a package without a changelog
+        (tmp_path / "packages" / name / "CHANGELOG.md").write_text("## [Unreleased]\n")
     bump.bump(tmp_path, "0.2.0")
     text = (tmp_path / "packages" / "dsh-session" / "pyproject.toml").read_text()
     assert 'version = "0.2.0"' in text
