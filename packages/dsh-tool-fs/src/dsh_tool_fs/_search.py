@@ -82,6 +82,7 @@ _RG_BUFFER = 64 * 1024
 _STDERR_KEPT = 64 * 1024
 
 OutputMode: TypeAlias = Literal["files_with_matches", "content", "count"]
+"""What ``grep`` returns: the matching files, the matching lines, or matching lines per file."""
 Engine: TypeAlias = Literal["ripgrep", "python"]
 
 _RG_FLAGS = (

@@ -10,10 +10,15 @@ from typing import Any
 from dsh_persistence._protocols import SessionPersistence
 
 REOPEN = "reopen"
+"""Capability: a second instance over the same storage sees what the first made durable."""
 CROSS_PROCESS = "cross_process"
+"""Capability: instances in child processes share the storage; ownership spans processes."""
 CORRUPT_TAIL = "corrupt_tail"
+"""Capability: the fixture can append a torn record to a closed session's log."""
 PLAIN_PATH = "plain_path"
+"""Capability: snapshots of materialized sessions carry a readable JSONL ``plain_path``."""
 DAMAGE_EVENT = "damage_event"
+"""Capability: the fixture can spoil one flushed event's stored record in place."""
 
 CAPABILITIES: dict[str, str] = {
     REOPEN: "a second instance() over the same storage sees what the first made durable, like "
