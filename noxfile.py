@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -318,7 +319,8 @@ def bump(session: nox.Session) -> None:
 def _readme_main_command() -> str:
     """The README's command 1: the line after the ``# 1.`` comment lines of its first bash block."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    block = re.split(r"^```bash[^\n]*\n", text, maxsplit=1, flags=re.MULTILINE)[1]
+    block = block.split("```", 1)[0]
     lines = [line for line in block.splitlines() if line.strip()]
     start = next(i for i, line in enumerate(lines) if line.startswith("# 1."))
     return next(line for line in lines[start:] if not line.startswith("#"))

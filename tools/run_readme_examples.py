@@ -1,8 +1,10 @@
 """Run every ```python block of a README, each in a fresh interpreter in a scratch directory.
 
 A README's examples are part of the package's promise, so they run with the package's tests
-(against the installed wheel). A block whose info string says ``python no-run`` is illustrative
-(for example a contract-suite subclass that needs a third party's backend) and is only compiled.
+(against the installed wheel). A block whose info string says ``python no-run reason="..."`` is
+illustrative (for example a contract-suite subclass that needs a third party's backend) and is
+only compiled; its reason is required. ``python runs=docs`` needs packages this one does not
+install: it is compiled here and run by ``tools/run_doc_examples.py`` in the docs session.
 
 Usage: ``python tools/run_readme_examples.py packages/<dist>/README.md``
 """
@@ -34,9 +36,18 @@ def main(readme: Path) -> int:
     examples = blocks(readme.read_text(encoding="utf-8"))
     for line, info, code in examples:
         where = f"{readme}:{line}"
-        if "no-run" in info.split():
+        options = info.split()
+        if "no-run" in options:
             compile(code, where, "exec")
+            if not re.search(r'reason="[^"]+"', info):
+                failures += 1
+                print(f'{where}: a no-run block needs reason="..." saying why it cannot run')
+                continue
             print(f"{where}: compiled (no-run)")
+            continue
+        if "runs=docs" in options:
+            compile(code, where, "exec")
+            print(f"{where}: compiled (run by the docs session)")
             continue
         with tempfile.TemporaryDirectory() as scratch:
             result = subprocess.run(

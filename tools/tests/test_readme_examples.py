@@ -39,10 +39,25 @@ def test_failing_example_names_its_line(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_no_run_block_is_compiled_not_run(tmp_path: Path) -> None:
-    assert runner.main(_readme(tmp_path, ("python no-run", "raise SystemExit(1)\n"))) == 0
+    assert (
+        runner.main(_readme(tmp_path, ('python no-run reason="x"', "raise SystemExit(1)\n"))) == 0
+    )
     with pytest.raises(SyntaxError):
-        runner.main(_readme(tmp_path, ("python no-run", "def (:\n")))
+        runner.main(_readme(tmp_path, ('python no-run reason="x"', "def (:\n")))
 
 
 def test_readme_without_python_example_fails(tmp_path: Path) -> None:
     assert runner.main(_readme(tmp_path, ("bash", "echo hi\n"))) == 1
+
+
+def test_no_run_block_without_a_reason_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert runner.main(_readme(tmp_path, ("python no-run", "print('hi')\n"))) == 1
+    assert 'needs reason="..."' in capsys.readouterr().out
+
+
+def test_runs_in_docs_block_is_compiled_here_not_run(tmp_path: Path) -> None:
+    assert runner.main(_readme(tmp_path, ("python runs=docs", "raise SystemExit(1)\n"))) == 0
+    with pytest.raises(SyntaxError):
+        runner.main(_readme(tmp_path, ("python runs=docs", "def (:\n")))

@@ -147,7 +147,7 @@ async def test_an_unknown_preset_is_a_config_error(tmp_path: Path) -> None:
 
 def test_the_readme_config_example_loads(tmp_path: Path) -> None:
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    example = readme.split("```toml dsh-config\n", 1)[1].split("```", 1)[0]
     (tmp_path / "config.toml").write_text(example)
     config = load_config("offline", env={"DSH_HOME": str(tmp_path)})
     assert config.model == "local:qwen2.5-coder"
