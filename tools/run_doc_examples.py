@@ -245,6 +245,7 @@ def local_model_server() -> Iterator[dict[str, str]]:
     if spec is None or spec.loader is None:
         raise DocBlockError(f"{path}: cannot load the test server")
     module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("core_sse_server", module)  # its dataclasses look themselves up
     spec.loader.exec_module(module)
     with module.SseServer(SERVER_ANSWER) as server:
         yield {"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}

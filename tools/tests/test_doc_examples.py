@@ -183,3 +183,24 @@ def test_the_default_files_are_every_doc_and_readme() -> None:
     assert "docs/index.md" in files
     assert "examples/third-party-backend/README.md" in files
     assert "packages/dsh-session/README.md" in files
+
+
+def test_needs_server_blocks_reach_the_local_test_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = (
+        "import json, os, urllib.request\n"
+        "request = urllib.request.Request(\n"
+        "    os.environ['OPENAI_BASE_URL'] + '/chat/completions',\n"
+        "    data=json.dumps({'model': 'm', 'messages': [], 'stream': True}).encode(),\n"
+        "    headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']},\n"
+        ")\n"
+        "text = urllib.request.urlopen(request, timeout=30).read().decode()\n"
+        "assert 'local test server' in text, text\n"
+    )
+    code, out = _run(_doc(tmp_path, ("python needs=server", body)), capsys)
+    assert code == 0, out
+    code, out = _run(
+        _doc(tmp_path, ("python", "import os\nos.environ['OPENAI_BASE_URL']\n")), capsys
+    )
+    assert code == 1  # without needs=server there is no server, and no variable naming one
