@@ -9,11 +9,21 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from dsh_agent_core import Config, Harness, compose, discover_skills, fallback_title, load_config
+from dsh_agent_core import (
+    Config,
+    DshError,
+    Harness,
+    compose,
+    discover_skills,
+    fallback_title,
+    load_config,
+)
 from dsh_agent_core._runtime_context import RUNTIME_CONTEXT_PLUGIN
 from dsh_llm import ToolResultMessage, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from dsh_tools import ToolDefinition, ToolExecution
 
 
 def talk(request: Any) -> list[Any]:
@@ -306,3 +316,45 @@ async def test_a_closed_harness_starts_nothing(tmp_path: Path) -> None:
     await harness.aclose()
     with pytest.raises(DshError, match="closed"):
         await harness.create(model="scripted:m", cwd=tmp_path)
+
+
+class _TicketArgs(BaseModel):
+    ticket: str
+
+
+class _TicketTool(ToolDefinition[_TicketArgs]):
+    name = "ticket_lookup"
+    description = "Look a ticket up."
+    parameters = _TicketArgs
+
+    async def execute(self, args: _TicketArgs, execution: ToolExecution) -> str:
+        return f"{args.ticket}: open, assigned to ada"
+
+
+async def test_an_applications_own_tool_is_offered_beside_the_built_in_ones(
+    tmp_path: Path,
+) -> None:
+    call = ("c1", "ticket_lookup", json.dumps({"ticket": "T-7"}))
+    model = ScriptedModel([tool_call_response(call), text_response("T-7 is open")])
+    text = '[presets.triage]\ntools = ["ticket_lookup", "session_status"]\n'
+    config = configured(tmp_path, text)
+    async with compose(config, models={"scripted": model}, tools=[_TicketTool()]) as harness:
+        assert harness.tool_names()[-1] == "ticket_lookup"
+        assert harness.tool_names("triage") == ["session_status", "ticket_lookup"]
+        agent = await harness.create("look T-7 up", model="scripted:m", cwd=tmp_path)
+        await agent.wait_idle()
+    assert tool_text(model.requests[1]) == "T-7: open, assigned to ada"
+    offered = [schema.name for schema in model.requests[0].tools]
+    assert "ticket_lookup" in offered
+    assert "bash" in offered
+
+
+@pytest.mark.parametrize("tools", [["bash"], ["ticket_lookup", "ticket_lookup"]])
+def test_a_tool_name_offered_twice_is_refused_naming_it(tmp_path: Path, tools: list[str]) -> None:
+    made = []
+    for name in tools:
+        tool = _TicketTool()
+        tool.name = name
+        made.append(tool)
+    with pytest.raises(DshError, match=f"tool '{tools[-1]}' is offered twice"):
+        compose(configured(tmp_path), tools=made)

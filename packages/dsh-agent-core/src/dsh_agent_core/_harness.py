@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -157,6 +157,7 @@ class Harness:
         *,
         models: Mapping[str, Model] | None = None,
         env: Mapping[str, str] | None = None,
+        tools: Sequence[ToolDefinition[Any]] = (),
     ) -> None:
         home = config.home()
         skills_home = config.skills.local.dsh_home
@@ -210,6 +211,9 @@ class Harness:
         # the file tools follow the bash tool's sandbox policy and the session's mode
         self.files = FileTools(self.policy, sandbox_mode=self._session_sandbox_mode)
         self._tools.extend(self.files.definitions())
+        own_tools = _own_tools(
+            tools, {t.name for t in self._tools} | {SessionStatusTool.name, SessionCreateTool.name}
+        )
         self.spill = ResultSpill(home / "spill")
         # MCP servers start with the harness (start(), async with, or the first agent); what
         # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log
@@ -223,7 +227,9 @@ class Harness:
         self.hooks = HookRunner(config.hooks, self.executor) if config.hooks else None
         if self.hooks is not None:
             self._hook_points = self.hooks.install(self.extensions)
-        self._tools += [SessionStatusTool(self), SessionCreateTool(self)]
+        # the application's own tools come last, beside the built-in ones (a preset's `tools`
+        # list picks among them by name, as it does among the built-in ones)
+        self._tools += [SessionStatusTool(self), SessionCreateTool(self), *own_tools]
         self._loops: dict[str | None, AgentLoop] = {}
         self._notices = self.jobs.on_finished(self._job_finished)
         self._closed = False
@@ -624,15 +630,34 @@ class Harness:
         await self.aclose()
 
 
+def _own_tools(
+    tools: Sequence[ToolDefinition[Any]], built_in: set[str]
+) -> list[ToolDefinition[Any]]:
+    """The application's tools, checked before anything is opened: no name offered twice."""
+    offered = set(built_in)
+    for tool in tools:
+        if tool.name in offered:
+            raise DshError(
+                f"tool {tool.name!r} is offered twice: a tool passed to compose() has the name "
+                "of a built-in tool or of another tool passed with it"
+            )
+        offered.add(tool.name)
+    return list(tools)
+
+
 def compose(
     config: Config,
     *,
     models: Mapping[str, Model] | None = None,
     env: Mapping[str, str] | None = None,
+    tools: Sequence[ToolDefinition[Any]] = (),
 ) -> Harness:
     """Build every part from ``config`` (the DSH home resolved once and routed to the bash
     tool's ``DSH_HOME``, to the project instructions and to skill discovery). ``models`` adds
-    or replaces models by provider name (``dsh demo`` and tests pass a scripted one). Raises
-    ``HomeConflictError`` when ``dsh_home`` and ``skills.local.dsh_home`` resolve to different
-    directories."""
-    return Harness(config, models=models, env=env)
+    or replaces models by provider name (``dsh demo`` and tests pass a scripted one); ``tools``
+    are the application's own tools, offered to every agent beside the built-in ones (a
+    preset's ``tools`` list picks among all of them by name; the registry's hooks, the result
+    spill and the configured command hooks apply to them too). Raises ``HomeConflictError``
+    when ``dsh_home`` and ``skills.local.dsh_home`` resolve to different directories, and
+    ``DshError`` when a tool's name is already offered."""
+    return Harness(config, models=models, env=env, tools=tools)
