@@ -202,3 +202,12 @@ def test_bump_moves_every_version_and_sibling_range(tmp_path: Path) -> None:
 def test_bump_refuses_a_malformed_version(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"not a MAJOR\.MINOR\.PATCH"):
         bump.bump(tmp_path, "two")
+
+
+def test_every_package_is_first_party_to_ruffs_import_sorting() -> None:
+    import tomllib
+
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    known = set(settings["tool"]["ruff"]["lint"]["isort"]["known-first-party"])
+    packages = {p.name.replace("-", "_") for p in (ROOT / "packages").iterdir() if p.is_dir()}
+    assert packages - known == set()
