@@ -204,11 +204,13 @@ class Scratch:
         return self.root / "carried.env"
 
     def shell(self, script: str) -> str:
-        """``script`` with the carried variables read before and kept after it."""
+        """``script`` with the carried variables read before and kept after it (not the test
+        server's: each needs=server block gets its own server)."""
         carried = shlex.quote(str(self.carried))
         return (
             f"[ -f {carried} ] && . {carried}\nset -a\n{script}\n"
-            f"__doc_status=$?\nexport -p > {carried}\nexit $__doc_status\n"
+            f"__doc_status=$?\nexport -p | grep -v -e ' OPENAI_BASE_URL=' -e ' OPENAI_API_KEY='"
+            f" > {carried}\nexit $__doc_status\n"
         )
 
     @property

@@ -45,7 +45,7 @@ async def test_a_pre_tool_use_hook_blocks_a_bash_call_with_its_reason(
     assert not (tmp_path / "should-not-exist").exists()
     payload = json.loads(seen.read_text())
     assert payload["hook_event_name"] == "PreToolUse"
-    assert payload["tool_name"] == "bash"
+    assert payload["tool_name"] == ("Bash" if dialect == "claude-code" else "bash")
     assert payload["transcript_path"] == ("" if dialect == "claude-code" else None)
 
 
@@ -116,3 +116,26 @@ async def test_a_session_create_child_runs_subagent_hooks_and_a_full_settings_ta
     assert (stop["agent_id"], stop["stop_hook_active"]) == (child.id, False)
     assert "hooks.Notification: not an event dsh-hooks runs (left out)" in caplog.text
     assert "a 'prompt' handler, not a command (left out)" in caplog.text
+
+
+async def test_hooks_run_unconfined_while_the_models_commands_are_sandboxed(
+    tmp_path: Path,
+) -> None:
+    """Hooks are the user's own configuration: as in Claude Code and Codex they run with the
+    user's rights, never inside the sandbox that confines the model's commands."""
+    work = tmp_path / "work"
+    (work / ".git").mkdir(parents=True)
+    script = tmp_path / "note.sh"
+    script.write_text(f"#!/bin/bash\ncat > /dev/null\ntouch {work}/.git/hook-was-here\n")
+    script.chmod(0o755)
+    text = (
+        '[hooks]\ndialect = "claude-code"\n\n[[hooks.PreToolUse]]\n'
+        f'hooks = [{{ command = "{script}" }}]\n'
+    )
+    command = {"command": "touch .git/model-was-here", "description": "Touch"}
+    model = ScriptedModel([tool_call_response(("c1", "bash", command)), text_response("ok")])
+    async with compose(configured(tmp_path / "home", text), models={"scripted": model}) as h:
+        agent = await h.create("try", model="scripted:m", cwd=work)
+        await agent.wait_idle()
+    assert (work / ".git" / "hook-was-here").exists()  # the hook wrote where it liked
+    assert not (work / ".git" / "model-was-here").exists()  # .git is read-only to the model

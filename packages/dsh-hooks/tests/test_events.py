@@ -521,3 +521,26 @@ async def test_install_registers_only_configured_events_and_the_disposer_withdra
     disposer()
     assert len(extensions.turn_stopping) == 0
     assert not (await tools.execute(call("ls"))).is_error
+
+
+class LowerBash(Bash):
+    name = "bash"  # the built-in tool's real name
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_claude_code_tool_names_match_the_built_in_tools(
+    tmp_path: Path, dialect: str
+) -> None:
+    """A pasted table's ``"Bash"`` matcher selects the built-in ``bash``; Claude Code payloads
+    name it ``Bash`` (scripts test ``tool_name``), Codex payloads keep its real name."""
+    hook = capture(tmp_path, "pre")
+    rig = Rig(config(dialect, {"PreToolUse": [group(hook, matcher="Bash|Write")]}))
+    rig.tools.register(LowerBash())
+    await rig.tools.execute(ToolCall("c1", "bash", json.dumps({"command": "ls"})), rig.agent)
+    assert read_json(tmp_path / "pre.json")["tool_name"] == (
+        "Bash" if dialect == "claude-code" else "bash"
+    )
+    other = Rig(config(dialect, {"PreToolUse": [group(capture(tmp_path, "no"), matcher="Read")]}))
+    other.tools.register(LowerBash())
+    await other.tools.execute(ToolCall("c1", "bash", json.dumps({"command": "ls"})), other.agent)
+    assert not (tmp_path / "no.json").exists()

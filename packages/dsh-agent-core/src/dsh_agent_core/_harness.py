@@ -168,12 +168,9 @@ class Harness:
         self.persistence = build_persistence(config, env)
         self.shell_env = ShellEnvRegistry(dsh_home=home)
         self.policy = sandbox_policy(config)
+        local = LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
         self.executor = SandboxExecutor(
-            LocalBashExecutor(
-                LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
-            ),
-            policy=self.policy,
-            bwrap=config.sandbox.bwrap,
+            LocalBashExecutor(local), policy=self.policy, bwrap=config.sandbox.bwrap
         )
         self.jobs = JobRegistry()
         self._env: Mapping[str, str] = os.environ if env is None else env
@@ -223,8 +220,14 @@ class Harness:
             self._mcp_log = open(home / "logs" / "mcp-servers.log", "a", encoding="utf-8")  # noqa: SIM115
         self.mcp = McpServers(config.mcp, environ=env, errlog=self._mcp_log)
         self._mcp_started = False
-        # command hooks (trusted user configuration, as in Claude Code and Codex: unconfined)
-        self.hooks = HookRunner(config.hooks, self.executor) if config.hooks else None
+        # command hooks are trusted user configuration: as in Claude Code and Codex they run
+        # unconfined, with the user's rights (their own local executor, never the sandbox)
+        self._hook_executor = LocalBashExecutor(local) if config.hooks else None
+        self.hooks = (
+            HookRunner(config.hooks, self._hook_executor)
+            if config.hooks and self._hook_executor is not None
+            else None
+        )
         if self.hooks is not None:
             self._hook_points = self.hooks.install(self.extensions)
         # the application's own tools come last, beside the built-in ones (a preset's `tools`
@@ -595,9 +598,10 @@ class Harness:
             await self.executor.aclose()
         except Exception as error:
             failures.append(error)
-        if self.hooks is not None:
+        if self.hooks is not None and self._hook_executor is not None:
             try:
                 await self.hooks.aclose()
+                await self._hook_executor.aclose()
             except Exception as error:
                 failures.append(error)
         try:

@@ -33,10 +33,11 @@ from dsh_hooks._output import (
     merge_outputs,
     parse_hook_output,
 )
-from dsh_hooks._payloads import PayloadBuilder
+from dsh_hooks._payloads import CLAUDE_CODE_TOOL_NAMES, PayloadBuilder, tool_aliases
 from dsh_hooks._runner import HOOK_BLOCKED_CODE, HookRunner, plugin_name
 
 __all__ = [
+    "CLAUDE_CODE_TOOL_NAMES",
     "DEFAULT_HOOK_TIMEOUT",
     "DIALECT_EVENTS",
     "HOOK_BLOCKED_CODE",
@@ -56,4 +57,5 @@ __all__ = [
     "merge_outputs",
     "parse_hook_output",
     "plugin_name",
+    "tool_aliases",
 ]

@@ -135,9 +135,12 @@ class MatcherGroup(_Strict):
             raise ValueError(f"matcher {self.matcher!r} is not a valid regex: {error}") from None
         return self
 
-    def selects(self, subject: str | None) -> bool:
-        """Whether this group's hooks run for ``subject`` (``None``: an event without one)."""
-        return subject is None or self._compiled.matches(subject)
+    def selects(self, subject: str | None, *aliases: str) -> bool:
+        """Whether this group's hooks run for ``subject`` or one of its ``aliases`` (``None``:
+        an event without a subject)."""
+        if subject is None:
+            return True
+        return any(self._compiled.matches(name) for name in (subject, *aliases))
 
 
 class HookTable(_Strict):
@@ -175,11 +178,12 @@ class HookTable(_Strict):
         return groups
 
     def selected(
-        self, event: HookEventName, subject: str | None
+        self, event: HookEventName, subject: str | None, aliases: tuple[str, ...] = ()
     ) -> Iterator[tuple[MatcherGroup, CommandHook]]:
-        """Every hook that runs for ``event`` and ``subject``, in configuration order."""
+        """Every hook that runs for ``event`` and ``subject`` (or one of its ``aliases``), in
+        configuration order."""
         for group in self.groups(event):
-            if group.selects(subject):
+            if group.selects(subject, *aliases):
                 for hook in group.hooks:
                     yield group, hook
 

@@ -14,7 +14,9 @@ text of the entering messages); ``PreToolUse``: ``tool_name``, ``tool_input``, `
 ``PostToolUse``: those and ``tool_response`` (the result's text); ``Stop``:
 ``stop_hook_active`` (true once a Stop hook has continued this turn) and, in Codex,
 ``last_assistant_message``. ``tool_input`` is the call's arguments (Claude Code) or
-``{"command": <its command argument or "">}`` (Codex's shell shape). Claude Code's subagent
+``{"command": <its command argument or "">}`` (Codex's shell shape); Claude Code payloads name
+the built-in tools as Claude Code does (``bash`` is ``Bash``, ``read`` is ``Read``, …: see
+`CLAUDE_CODE_TOOL_NAMES`), so scripts testing ``tool_name`` work unchanged. Claude Code's subagent
 events carry the child session's base fields and ``agent_id`` (the child's session id) and
 ``agent_type`` (its preset, else ``general-purpose``); ``SubagentStop`` adds
 ``stop_hook_active`` and ``agent_transcript_path`` (always ``""``, as ``transcript_path``).
@@ -28,7 +30,24 @@ from typing import Any
 
 from dsh_hooks._config import HookEventName, HooksConfig
 
-__all__ = ["PayloadBuilder", "thaw_json"]
+__all__ = ["CLAUDE_CODE_TOOL_NAMES", "PayloadBuilder", "thaw_json", "tool_aliases"]
+
+CLAUDE_CODE_TOOL_NAMES: Mapping[str, str] = {
+    "bash": "Bash",
+    "read": "Read",
+    "write": "Write",
+    "edit": "Edit",
+    "glob": "Glob",
+    "grep": "Grep",
+}
+"""The built-in tools under Claude Code's names (their arguments already have its shapes):
+matchers of either dialect match both names, and Claude Code payloads carry its name."""
+
+
+def tool_aliases(tool_name: str) -> tuple[str, ...]:
+    """The other names a matcher may know ``tool_name`` by (``bash`` is also ``Bash``)."""
+    alias = CLAUDE_CODE_TOOL_NAMES.get(tool_name)
+    return (alias,) if alias is not None else ()
 
 
 def thaw_json(value: Any) -> Any:
@@ -92,6 +111,7 @@ class PayloadBuilder:
             tool_input = {"command": command if isinstance(command, str) else ""}
         else:
             tool_input = thaw_json(arguments)
+            tool_name = CLAUDE_CODE_TOOL_NAMES.get(tool_name, tool_name)
         return {
             **self.base(event, session_id, cwd, turn),
             "tool_name": tool_name,

@@ -10,7 +10,8 @@ Where each event runs and what its answer does:
 - ``UserPromptSubmit`` (``pre_step``, when user-typed messages enter): a block (exit 2,
   ``decision: "block"``) or ``continue: false`` rejects the step (``Reject``: the turn ends
   ``blocked``, the prompt is dropped); context enters after the prompt.
-- ``PreToolUse`` (pre-execute hook, subject the tool name): a deny (exit 2, ``decision:
+- ``PreToolUse`` (pre-execute hook, subject the tool name — a built-in tool matches under
+  its Claude Code name too, so ``"Bash"`` selects ``bash``): a deny (exit 2, ``decision:
   "block"``, ``permissionDecision: "deny"``) refuses the call with the hook's reason (an error
   result for the model); Claude Code's ``ask`` asks the approver (``Ask``); Codex honours only
   blocks.
@@ -63,7 +64,7 @@ from dsh_agent import (
 from dsh_hooks._config import HookEventName, HooksConfig
 from dsh_hooks._journal import TurnTracker, append_hook_pair, last_assistant_text
 from dsh_hooks._output import HookOutput, MergedOutcome, merge_outputs
-from dsh_hooks._payloads import PayloadBuilder
+from dsh_hooks._payloads import PayloadBuilder, tool_aliases
 from dsh_hooks._run import run_command_hook
 from dsh_llm import PluginSource, TextBlock, UserMessage, UserSource
 from dsh_session import Session
@@ -206,6 +207,7 @@ class HookRunner:
         cwd: str | None,
         session: Session | None = None,
         turn: int | None = None,
+        aliases: tuple[str, ...] = (),
     ) -> tuple[MergedOutcome, list[_Ran]]:
         """Run every hook ``event`` selects for ``subject``; with a ``session`` and an open
         ``turn`` each one is logged as it finishes, else it is returned for later logging."""
@@ -214,7 +216,7 @@ class HookRunner:
             stdin += "\n"
         outputs: list[HookOutput] = []
         unlogged: list[_Ran] = []
-        for group, hook in self.config.hooks.selected(event, subject):
+        for group, hook in self.config.hooks.selected(event, subject, aliases):
             handler_id = f"{self.config.dialect}:{event}:{next(self._ids)}"
             ran = await run_command_hook(
                 self.executor,
@@ -411,7 +413,13 @@ class HookRunner:
             execution.call_id,
         )
         outcome, _ = await self._run(
-            "PreToolUse", execution.tool_name, payload, cwd=cwd, session=session, turn=turn
+            "PreToolUse",
+            execution.tool_name,
+            payload,
+            cwd=cwd,
+            session=session,
+            turn=turn,
+            aliases=tool_aliases(execution.tool_name),
         )
         self._halt(execution.caller, "PreToolUse", outcome)
         if outcome.decision == "deny":
@@ -437,7 +445,13 @@ class HookRunner:
             result.text,
         )
         outcome, _ = await self._run(
-            "PostToolUse", execution.tool_name, payload, cwd=cwd, session=session, turn=turn
+            "PostToolUse",
+            execution.tool_name,
+            payload,
+            cwd=cwd,
+            session=session,
+            turn=turn,
+            aliases=tool_aliases(execution.tool_name),
         )
         self._halt(execution.caller, "PostToolUse", outcome)
         extra = [TextBlock(text=text) for text in outcome.contexts]

@@ -25,7 +25,7 @@ class Usage(WireModel):
 class LlmFailure(WireModel):
     """A model call that failed, normalized across providers.
 
-    ``code`` is a stable machine-readable string (for example ``RATE_LIMITED``); ``status`` the
+    ``code`` is a stable machine-readable string (for example ``RATE_LIMIT``); ``status`` the
     HTTP status when there was one; ``retry_after_ms`` the provider's retry hint.
     """
 

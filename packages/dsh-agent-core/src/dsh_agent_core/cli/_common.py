@@ -19,9 +19,9 @@ __all__ = ["State", "async_command", "err", "fail", "out"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
-out = Console(soft_wrap=True, highlight=False)
+out = Console(soft_wrap=True, highlight=False, emoji=False)
 """Standard output (paths and ids are never wrapped)."""
-err = Console(stderr=True, soft_wrap=True, highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
 """Standard error: progress, status lines and errors."""
 
 
