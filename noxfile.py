@@ -343,15 +343,20 @@ def quickstart(session: nox.Session) -> None:
 
 @nox.session(python=None)
 def examples(session: nox.Session) -> None:
-    """The third-party backend example: its contract tests, then its validate() script."""
-    _ensure_built(session, _closure("dsh-persistence"))
+    """The third-party examples (a backend, an executor): contract tests, then validate()."""
+    _ensure_built(session, sorted({*_closure("dsh-persistence"), *_closure("dsh-shell")}))
     _install_from_dist(
         session,
         f"dsh-persistence[testing]=={_version()}",
+        f"dsh-shell[testing]=={_version()}",
         "pytest-asyncio>=0.24",
         "hypothesis>=6.100",
     )
     session.install("--no-deps", str(ROOT / "examples" / "third-party-backend"))
+    session.install("--no-deps", str(ROOT / "examples" / "third-party-executor"))
     session.chdir(ROOT)
     session.run("pytest", "examples/third-party-backend/tests", *session.posargs)
     session.run("python", "examples/third-party-backend/validate.py")
+    session.run("pytest", "examples/third-party-executor/tests", *session.posargs)
+    session.run("python", "tools/run_readme_examples.py", "examples/third-party-executor/README.md")
+    session.run("python", "examples/third-party-executor/validate.py")
