@@ -31,7 +31,6 @@ from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
-from dsh_persistence_postgres import PostgresPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
@@ -60,6 +59,9 @@ def build_persistence(config: Config, env: Mapping[str, str] | None = None) -> S
                 f"persistence.backend is postgres but the environment variable "
                 f"{settings.dsn_env} (persistence.dsn_env) that holds its DSN is not set"
             )
+        # imported here: psycopg costs a local-only `dsh` start a quarter of a second
+        from dsh_persistence_postgres import PostgresPersistence
+
         return PostgresPersistence(
             dsn, schema=settings.postgres_schema, compression=settings.sqlite_compression
         )

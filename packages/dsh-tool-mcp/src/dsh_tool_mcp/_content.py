@@ -5,12 +5,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from typing import TYPE_CHECKING
 
-import mcp.types as types
 from pydantic import JsonValue
 
 from dsh_llm import ImageBlock, TextBlock, ToolResultContentBlock
 from dsh_tools import ToolErrorInfo, ToolResult
+
+if TYPE_CHECKING:  # the SDK is imported when a result is mapped, not with the package
+    import mcp.types as types
 
 __all__ = ["MCP_TOOL_ERROR", "content_blocks", "to_tool_result"]
 
@@ -26,6 +29,8 @@ def _size(data: str) -> str:
 
 
 def _block(item: object) -> ToolResultContentBlock:
+    import mcp.types as types
+
     if isinstance(item, types.TextContent):
         return TextBlock(text=item.text)
     if isinstance(item, types.ImageContent):

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Self, TextIO
+from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from dsh_tool_mcp._config import McpConfig
-from dsh_tool_mcp._connection import ServerConnection
 from dsh_tool_mcp._errors import McpToolNameError
 from dsh_tool_mcp._names import MAX_TOOL_NAME_LENGTH, mcp_tool_name
 from dsh_tool_mcp._status import McpServerStatus
 from dsh_tool_mcp._tool import McpTool
 from dsh_tools import Disposer, ToolRegistry
+
+if TYPE_CHECKING:
+    from dsh_tool_mcp._connection import ServerConnection
 
 __all__ = ["McpServers"]
 
@@ -40,6 +42,11 @@ class McpServers:
         errlog: TextIO | None = None,
     ) -> None:
         self.config = config if isinstance(config, McpConfig) else McpConfig.model_validate(config)
+        self._connections: dict[str, ServerConnection] = {}
+        if not self.config.servers:
+            return  # no server: the MCP SDK is never imported (the dsh command starts faster)
+        from dsh_tool_mcp._connection import ServerConnection
+
         self._connections = {
             name: ServerConnection(name, server, environ=environ, errlog=errlog)
             for name, server in self.config.servers.items()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp.types as types
 from pydantic import BaseModel, ConfigDict
 
 from dsh_llm import ToolSchema
-from dsh_tool_mcp._connection import ServerConnection
 from dsh_tools import ToolDefinition, ToolExecution, ToolResult
+
+if TYPE_CHECKING:
+    import mcp.types as types
+
+    from dsh_tool_mcp._connection import ServerConnection
 
 __all__ = ["McpArguments", "McpTool"]
 
