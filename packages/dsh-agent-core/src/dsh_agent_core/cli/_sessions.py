@@ -112,6 +112,7 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
 async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
     """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
     into a zip of <session>.jsonl files."""
+    session_ids = tuple(dict.fromkeys(session_ids))  # an id named twice is exported once
     persistence = build_persistence(state.config())
     try:
         if len(session_ids) == 1:
@@ -213,7 +214,8 @@ async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
                 progress.advance(task)
     finally:
         await persistence.aclose()
-    err.print(f"verified {len(ids)} sessions: {len(ids) - bad} ok, {bad} damaged", markup=False)
+    noun = "session" if len(ids) == 1 else "sessions"
+    err.print(f"verified {len(ids)} {noun}: {len(ids) - bad} ok, {bad} damaged", markup=False)
     if bad:
         sys.exit(1)
 
