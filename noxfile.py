@@ -273,17 +273,26 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python=None)
 def docs(session: nox.Session) -> None:
-    """Build the documentation site strictly (broken links, missing pages and references fail).
+    """Build the documentation site strictly (broken links, missing pages and references fail),
+    then execute every code block of the docs and READMEs (tools/run_doc_examples.py).
 
-    The API reference is read from ``packages/*/src`` (listed in mkdocs.yml), so no wheel is
-    needed. mkdocstrings-python 1.19 brings ``filters: public`` (only the names in ``__all__``),
-    older mkdocstrings breaks on current pymdown-extensions, ruff formats the signatures.
+    The API reference is read from ``packages/*/src`` (listed in mkdocs.yml), so the build needs
+    no wheel. mkdocstrings-python 1.19 brings ``filters: public`` (only the names in
+    ``__all__``), older mkdocstrings breaks on current pymdown-extensions, ruff formats the
+    signatures. The examples run against every built wheel (and the examples' projects), as a
+    reader who installed them would.
     """
     session.install(
         "mkdocs>=1.6", "mkdocstrings[python]>=1.0.7", "mkdocstrings-python>=1.19", "ruff"
     )
     session.chdir(ROOT)
     session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / ".nox" / "site"))
+    _ensure_built(session)
+    deps = sorted({dep for pkg in PACKAGES for dep in _test_group(pkg)})
+    _install_from_dist(session, *(_pinned(p) for p in PACKAGES), *deps)
+    for example in sorted((ROOT / "examples").glob("*/pyproject.toml")):
+        session.install("--no-deps", str(example.parent))
+    session.run("python", "tools/run_doc_examples.py")
 
 
 @nox.session(python=None, default=False)

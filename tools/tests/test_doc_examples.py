@@ -204,3 +204,21 @@ def test_needs_server_blocks_reach_the_local_test_server(
         _doc(tmp_path, ("python", "import os\nos.environ['OPENAI_BASE_URL']\n")), capsys
     )
     assert code == 1  # without needs=server there is no server, and no variable naming one
+
+
+def test_the_site_sees_fences_without_the_runners_options() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "mkdocs_fences", ROOT / "tools" / "mkdocs_fences.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    fences = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fences)
+    text = (
+        '```python no-run reason="a key"\nx = 1\n```\n'
+        "  ```console exit=1\n  $ false\n  ```\n"
+        "```toml\na = 1\n```\n"
+    )
+    assert fences.strip_fence_options(text) == (
+        "```python\nx = 1\n```\n  ```console\n  $ false\n  ```\n```toml\na = 1\n```\n"
+    )
