@@ -23,6 +23,9 @@ opening fence's info string says what happens to a block:
 - ``toml``: parsed; ``toml dsh-config``: also loaded as the ``dsh`` configuration, and kept as
   ``$DSH_HOME/config.toml`` for the file's later blocks.
 - ``json``: parsed; ``jsonl``: each non-empty line parsed. ``text``: not executed.
+- ``text output``: the output of the python or bash block right before it, checked as a
+  console block's output is (each line matching an actual line, in order, ``…`` and UUIDs as
+  wildcards).
 - ``needs=server``: the block runs while a local OpenAI-compatible test server streams the
   answer "Hello from the local test server."; ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` say
   where it is.
@@ -80,6 +83,7 @@ class Block:
     exit_code: int = 0
     dsh_config: bool = False
     runs_in_docs: bool = False
+    is_output: bool = False
     options: list[str] = field(default_factory=list)
 
     @property
@@ -123,6 +127,8 @@ def parse_blocks(path: Path, text: str) -> list[Block]:
                 block.exit_code = int(value)
             elif token == "runs=docs" and lang == "python":
                 block.runs_in_docs = True
+            elif token == "output" and lang == "text":
+                block.is_output = True
             elif token == "dsh-config" and lang == "toml":
                 block.dsh_config = True
             else:
@@ -197,6 +203,8 @@ class Scratch:
 
     root: Path
     env: dict[str, str]
+    last_output: str | None = None
+    """What the last python or bash block printed (for a ``text output`` block after it)."""
 
     @property
     def carried(self) -> Path:
@@ -305,6 +313,19 @@ def check_static(block: Block) -> None:
 def run_block(block: Block, place: Scratch) -> str:
     """Execute one block in ``place``; returns what was done, raises `DocBlockError`."""
     check_static(block)
+    previous, place.last_output = place.last_output, None
+    if block.is_output:
+        if previous is None:
+            raise DocBlockError(
+                f"{block.where}: a text output block must follow a python or bash block that ran"
+            )
+        missing = unmatched_line(block.body.splitlines(), previous)
+        if missing is not None:
+            raise DocBlockError(
+                f"{block.where}: the block before printed no line matching {missing!r} "
+                f"(in order); it printed:\n{_tail(previous)}"
+            )
+        return "the output of the block before, checked"
     if block.no_run:
         return f"not run: {block.reason}"
     if block.lang in ("json", "jsonl", "text"):
@@ -334,12 +355,14 @@ def _execute(block: Block, place: Scratch, env: dict[str, str]) -> str:
         code, output = _run([sys.executable, "-c", block.body], place, env, block.where)
         if code != 0:
             raise DocBlockError(f"{block.where}: exited {code}\n{_tail(output)}")
+        place.last_output = output
         return "ran"
     if block.lang == "bash":
         argv = ["bash", "-eo", "pipefail", "-c", place.shell(block.body)]
         code, output = _run(argv, place, env, block.where)
         if code != 0:
             raise DocBlockError(f"{block.where}: exited {code}\n{_tail(output)}")
+        place.last_output = output
         return "ran"
     steps = console_steps(block.body)
     if not steps:

@@ -222,3 +222,32 @@ def test_the_site_sees_fences_without_the_runners_options() -> None:
     assert fences.strip_fence_options(text) == (
         "```python\nx = 1\n```\n  ```console\n  $ false\n  ```\n```toml\na = 1\n```\n"
     )
+
+
+def test_a_text_output_block_is_checked_against_the_block_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = "print('answer: 42')\nprint('log: /somewhere/x.jsonl')\n"
+    good = _doc(tmp_path, ("python", script), ("text output", "answer: 42\nlog: …x.jsonl\n"))
+    code, out = _run(good, capsys)
+    assert code == 0, out
+    stale = _doc(tmp_path, ("python", script), ("text output", "answer: 41\n"))
+    code, out = _run(stale, capsys)
+    assert code == 1
+    assert "the block before printed no line matching 'answer: 41'" in out
+    shell = _doc(tmp_path, ("bash", "echo from bash\n"), ("text output", "from bash\n"))
+    assert _run(shell, capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "before", [None, ("text", "a diagram\n"), ('python no-run reason="x"', "print(1)\n")]
+)
+def test_a_text_output_block_needs_a_block_that_ran_right_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], before: tuple[str, str] | None
+) -> None:
+    blocks = [("python", "print(1)\n")] if before is not None else []
+    if before is not None:
+        blocks.append(before)
+    code, out = _run(_doc(tmp_path, *blocks, ("text output", "1\n")), capsys)
+    assert code == 1
+    assert "must follow a python or bash block that ran" in out
