@@ -192,3 +192,35 @@ def test_a_packed_row_name_is_refused_as_an_event_type(row_type: str) -> None:
     with pytest.raises(ValueError, match="reserved for packed chunk rows"):
         materialize_append_batch("s-1", [event])
     refuse_reserved_type("s-1", 0, "text-delta")  # a chunk type itself is an ordinary name
+
+
+def test_encode_append_batch_is_the_canonical_lines_detached_from_the_caller() -> None:
+    from dsh_persistence import encode_append_batch
+    from dsh_session import encode_event, make_event
+
+    data = {"content": [{"type": "text", "text": "é"}], "source": {"kind": "user"}}
+    event = make_event("user/message", 0, 1, data, surface_op="append")
+    (line,) = encode_append_batch("s", [event])
+    assert line == encode_event(event)
+    data["content"][0]["text"] = "changed"  # the stored copy is already bytes
+    assert b"changed" not in line
+
+
+@pytest.mark.parametrize(
+    ("batch", "error", "said"),
+    [
+        ("not a batch", TypeError, "append takes a sequence of events, got str"),
+        (
+            [{"type": "turn/start"}],
+            TypeError,
+            "session 's': item at index 0 is not a session event",
+        ),
+    ],
+)
+def test_encode_append_batch_refuses_what_is_not_events_naming_the_index(
+    batch: object, error: type[Exception], said: str
+) -> None:
+    from dsh_persistence import encode_append_batch
+
+    with pytest.raises(error, match=said):
+        encode_append_batch("s", batch)  # type: ignore[arg-type]

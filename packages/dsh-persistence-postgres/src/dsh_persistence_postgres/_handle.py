@@ -21,11 +21,12 @@ from dsh_persistence import (
     SessionPersistenceNotFoundError,
     SessionReadOnlyError,
     check_read_range,
+    encode_append_batch,
 )
 from dsh_persistence_postgres._dsn import Target
 from dsh_persistence_postgres._errors import raise_storage_error
 from dsh_persistence_postgres._lock import SessionLock
-from dsh_persistence_postgres._rows import EncodedRows, encode_batch, rows_of_batch
+from dsh_persistence_postgres._rows import EncodedRows, rows_of_batch
 from dsh_persistence_postgres._store import Reader
 from dsh_persistence_postgres._text import to_column
 from dsh_session import SessionEvent, SessionHeader, encode_header_line
@@ -197,7 +198,7 @@ class PostgresSessionHandle:
         self._check_open("append")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="append")
-        lines = encode_batch(self.id, events)
+        lines = encode_append_batch(self.id, events)
         if not lines:
             return
         async with self._op:

@@ -8,14 +8,12 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous, refuse_reserved_type
+from dsh_persistence import assert_contiguous
 from dsh_session import (
-    LosslessJsonError,
     SessionEvent,
     SessionFormatError,
     decode_event,
     decode_rows,
-    encode_event,
 )
 
 _EVENT_TYPES: Any = SessionEvent
@@ -30,35 +28,6 @@ MAX_LINE_BYTES = 1 << 30
 
 StoredRow = tuple[int, "str | None", "bytes | None"]
 """``(seq, line, zline)`` as ``select_rows`` returns it."""
-
-
-def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]:
-    """The canonical line of each event of an ``append`` batch (the stored copy: later changes
-    to the caller's objects cannot reach it).
-
-    Raises ``TypeError`` for a batch that is not a sequence of session events or an event that is
-    not losslessly JSON-serializable, and ``ValueError`` for a packed chunk row's type name
-    (``refuse_reserved_type``); nothing of the batch is stored then.
-    """
-    given: object = events
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
-    lines: list[bytes] = []
-    for index, event in enumerate(events):
-        if not isinstance(event, _EVENT_TYPES):
-            raise TypeError(
-                f"session {session_id!r}: item at index {index} is not a session event "
-                f"({type(event).__name__})"
-            )
-        refuse_reserved_type(session_id, index, event.type)
-        try:
-            lines.append(encode_event(event))
-        except LosslessJsonError as error:
-            raise TypeError(
-                f"session {session_id!r}: event at index {index} is not losslessly "
-                f"JSON-serializable: {error}"
-            ) from error
-    return lines
 
 
 @dataclass(frozen=True, slots=True)

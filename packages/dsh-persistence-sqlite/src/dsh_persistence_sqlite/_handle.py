@@ -14,9 +14,10 @@ from dsh_persistence import (
     SessionPersistenceCorruptionError,
     SessionReadOnlyError,
     check_read_range,
+    encode_append_batch,
 )
 from dsh_persistence_sqlite._lock import SessionLock
-from dsh_persistence_sqlite._rows import encode_batch, rows_of_batch
+from dsh_persistence_sqlite._rows import rows_of_batch
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, now_ms
 from dsh_session import SessionEvent, SessionHeader
@@ -151,7 +152,7 @@ class SqliteSessionHandle:
         self._check_open("append")
         if self._access == "read":
             raise SessionReadOnlyError(self.id, operation="append")
-        lines = encode_batch(self.id, events)
+        lines = encode_append_batch(self.id, events)
         if not lines:
             return
         await self._services.submit(self._append_sync, tuple(events), lines)

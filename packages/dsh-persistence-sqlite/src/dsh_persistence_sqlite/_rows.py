@@ -7,14 +7,12 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous, refuse_reserved_type
+from dsh_persistence import assert_contiguous
 from dsh_persistence_sqlite._text import to_column
 from dsh_session import (
-    LosslessJsonError,
     SessionEvent,
     decode_event,
     decode_row,
-    encode_event,
     encode_rows,
     row_last_seq,
 )
@@ -33,37 +31,6 @@ MAX_PACK_BYTES = 1024 * 1024
 
 MAX_ROW_BYTES = 1 << 30
 """The largest decompressed row a read accepts (a bound on a corrupt frame header)."""
-
-
-def encode_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]:
-    """The canonical line of each event of an ``append`` batch (the stored copy: later changes
-    to the caller's objects cannot reach it).
-
-    Raises ``TypeError`` for a batch that is not a sequence of session events, or an event
-    whose data is not losslessly JSON-serializable (the message says so), and ``ValueError``
-    for an event whose type is a packed chunk row's name (``refuse_reserved_type``): nothing of
-    the batch is stored then. The events were
-    validated when they were built (``decode_event``/``make_event``); they are not decoded again.
-    """
-    given: object = events
-    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
-        raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
-    lines: list[bytes] = []
-    for index, event in enumerate(events):
-        if not isinstance(event, _EVENT_TYPES):
-            raise TypeError(
-                f"session {session_id!r}: item at index {index} is not a session event "
-                f"({type(event).__name__})"
-            )
-        refuse_reserved_type(session_id, index, event.type)
-        try:
-            lines.append(encode_event(event))
-        except LosslessJsonError as error:
-            raise TypeError(
-                f"session {session_id!r}: event at index {index} is not losslessly "
-                f"JSON-serializable: {error}"
-            ) from error
-    return lines
 
 
 class RowError(ValueError):

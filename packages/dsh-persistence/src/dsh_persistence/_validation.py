@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import FrozenInstanceError
+from typing import Any
 
 from dsh_persistence._errors import (
     SessionFormatUnsupportedError,
@@ -29,6 +30,8 @@ from dsh_session import (
     encode_header_line,
     is_known_event_type,
 )
+
+_EVENT_TYPES: Any = SessionEvent  # the union of event classes, for isinstance
 
 
 def _is_int(value: object) -> bool:
@@ -227,6 +230,38 @@ def refuse_reserved_type(session_id: str, index: int, event_type: object) -> Non
             f"session {session_id!r}: event at index {index} has type {event_type!r}, which is "
             "reserved for packed chunk rows and cannot be stored as an event"
         )
+
+
+def encode_append_batch(session_id: str, events: Sequence[SessionEvent]) -> list[bytes]:
+    """The canonical line of each event of an ``append`` batch: the stored copy, detached from
+    the caller's objects (later changes to them cannot reach it).
+
+    For backends that store the lines as they are: the events were validated when they were
+    built (``decode_event`` / ``make_event``) and are not decoded again (see
+    `materialize_append_batch` for the batch that also checks and keeps the decoded events).
+    Raises ``TypeError`` for a batch that is not a sequence of session events or an event that
+    is not losslessly JSON-serializable, and ``ValueError`` for a packed chunk row's type name
+    (``refuse_reserved_type``), each naming the session and the index; nothing is stored then.
+    """
+    given: object = events
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"append takes a sequence of events, got {type(given).__name__}")
+    lines: list[bytes] = []
+    for index, event in enumerate(events):
+        if not isinstance(event, _EVENT_TYPES):
+            raise TypeError(
+                f"session {session_id!r}: item at index {index} is not a session event "
+                f"({type(event).__name__})"
+            )
+        refuse_reserved_type(session_id, index, event.type)
+        try:
+            lines.append(encode_event(event))
+        except LosslessJsonError as error:
+            raise TypeError(
+                f"session {session_id!r}: event at index {index} is not losslessly "
+                f"JSON-serializable: {error}"
+            ) from error
+    return lines
 
 
 def materialize_append_batch(session_id: str, events: Sequence[SessionEvent]) -> AppendBatch:
