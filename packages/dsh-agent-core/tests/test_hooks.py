@@ -139,3 +139,19 @@ async def test_hooks_run_unconfined_while_the_models_commands_are_sandboxed(
         await agent.wait_idle()
     assert (work / ".git" / "hook-was-here").exists()  # the hook wrote where it liked
     assert not (work / ".git" / "model-was-here").exists()  # .git is read-only to the model
+
+
+def test_the_dump_shows_hooks_as_written_and_what_was_left_out(tmp_path: Path) -> None:
+    text = (
+        '[hooks]\ndialect = "claude-code"\n\n[[hooks.PreToolUse]]\nmatcher = "Bash"\n'
+        'hooks = [{ command = "./guard.sh", timeout = 30 }]\n\n'
+        '[[hooks.Notification]]\nhooks = [{ command = "notify-send hi" }]\n'
+    )
+    dumped = configured(tmp_path / "home", text).dump()["hooks"]
+    assert dumped["PreToolUse"] == [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 30}]}
+    ]
+    assert "Stop" not in dumped
+    assert "hooks" not in dumped  # no internal field names
+    assert dumped["ignored"] == ["hooks.Notification: not an event dsh-hooks runs (left out)"]
+    assert dumped["dialect"] == "claude-code"

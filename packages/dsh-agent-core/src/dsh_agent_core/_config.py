@@ -306,7 +306,23 @@ class Config(BaseModel):
             "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}
         }
         data["sandbox"]["approval"] = self.sandbox.approval_policy
+        if self.hooks is not None:
+            data["hooks"] = _hooks_as_written(self.hooks)
         return data
+
+
+def _hooks_as_written(hooks: HooksConfig) -> dict[str, Any]:
+    """``[hooks]`` in the shape it is written in: the options, then each configured event's
+    matcher groups under the event's own name (what is left out is in ``ignored``)."""
+    written: dict[str, Any] = hooks.model_dump(mode="json", exclude={"hooks"})
+    for event in HOOK_EVENTS:
+        groups = hooks.hooks.groups(event)
+        if groups:
+            written[event] = [
+                group.model_dump(mode="json", by_alias=True, exclude_none=True) for group in groups
+            ]
+    written["ignored"] = list(hooks.ignored)
+    return written
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
