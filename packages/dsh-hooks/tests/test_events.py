@@ -544,3 +544,15 @@ async def test_claude_code_tool_names_match_the_built_in_tools(
     other.tools.register(LowerBash())
     await other.tools.execute(ToolCall("c1", "bash", json.dumps({"command": "ls"})), other.agent)
     assert not (tmp_path / "no.json").exists()
+
+
+async def test_codex_model_is_the_agents_own_unless_configured(tmp_path: Path) -> None:
+    """FakeAgent runs on model "m": without [hooks] model every Codex payload says so."""
+    table = {
+        event: [group(capture(tmp_path, event))]
+        for event in ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+    }
+    rig = Rig(config("codex", table), FakeAgent("sess-cx", cwd=str(tmp_path)))
+    await run_all_events(rig)
+    for event in table:
+        assert read_json(tmp_path / f"{event}.json")["model"] == "m", event

@@ -245,7 +245,8 @@ class HooksConfig(_Strict):
     - ``dialect``: ``claude-code`` or ``codex`` (payload fields, stdin framing, decisions);
     - ``hooks``: the `HookTable` (the ``hooks`` object of either dialect);
     - ``default_timeout``: seconds a hook runs at most when it sets none (600);
-    - ``model``: Codex's ``model`` payload field (default ``""``);
+    - ``model``: Codex's ``model`` payload field (default ``""``: the model of the agent the
+      hook runs for);
     - ``project_dir``: Claude Code's ``CLAUDE_PROJECT_DIR`` (default: the session cwd);
     - ``env``: extra ordinary environment for hook children (no ``DSH_*`` names);
     - ``dsh_env``: managed ``DSH_*`` values for hook children; they get none unless given here;

@@ -124,6 +124,12 @@ def _session_of(value: object) -> Session | None:
     return session if isinstance(session, Session) else None
 
 
+def _model_of(agent: object) -> str:
+    """The model an agent runs on (``""`` when it is not known)."""
+    model = getattr(getattr(agent, "options", None), "model", None)
+    return model if isinstance(model, str) else ""
+
+
 def _prompt_text(messages: Iterable[UserMessage]) -> str:
     return "\n\n".join(
         "".join(block.text for block in message.content if isinstance(block, TextBlock))
@@ -208,9 +214,12 @@ class HookRunner:
         session: Session | None = None,
         turn: int | None = None,
         aliases: tuple[str, ...] = (),
+        agent: object = None,
     ) -> tuple[MergedOutcome, list[_Ran]]:
         """Run every hook ``event`` selects for ``subject``; with a ``session`` and an open
         ``turn`` each one is logged as it finishes, else it is returned for later logging."""
+        if self.config.dialect == "codex" and not self.config.model:
+            payload = {**payload, "model": _model_of(agent)}  # the agent's own model
         stdin = json.dumps(payload, ensure_ascii=False)
         if self.config.dialect == "claude-code":
             stdin += "\n"
@@ -294,7 +303,7 @@ class HookRunner:
             payload = self._payloads.subagent_start(agent.id, agent.cwd, agent_type)
         else:
             payload = self._payloads.session_start(agent.id, agent.cwd, source)
-        task = asyncio.ensure_future(self._run(event, subject, payload, cwd=agent.cwd))
+        task = asyncio.ensure_future(self._run(event, subject, payload, cwd=agent.cwd, agent=agent))
         self._starting[agent.session] = _SessionStart(task, event)
 
     async def _session_start_context(self, session: Session, turn: int) -> _SessionStart | None:
@@ -344,6 +353,7 @@ class HookRunner:
                 cwd=agent.cwd,
                 session=session,
                 turn=step.turn,
+                agent=agent,
             )
             if outcome.decision == "deny" or outcome.stop:
                 return Reject(outcome.reason or outcome.stop_reason)
@@ -381,7 +391,7 @@ class HookRunner:
         if not any(True for _ in self.config.hooks.selected(event, subject)):
             return
         outcome, _ = await self._run(
-            event, subject, payload, cwd=agent.cwd, session=session, turn=turn
+            event, subject, payload, cwd=agent.cwd, session=session, turn=turn, agent=agent
         )
         if outcome.decision == "deny":
             self._continued[session] = turn
@@ -420,6 +430,7 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
+            agent=execution.caller,
         )
         self._halt(execution.caller, "PreToolUse", outcome)
         if outcome.decision == "deny":
@@ -452,6 +463,7 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
+            agent=execution.caller,
         )
         self._halt(execution.caller, "PostToolUse", outcome)
         extra = [TextBlock(text=text) for text in outcome.contexts]
