@@ -7,11 +7,11 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Literal, Protocol, Self
+from typing import Literal, Protocol
 
 from dsh_persistence import (
     AppendBatch,
+    SessionHandleBase,
     SessionHandleClosedError,
     SessionOwnershipLostError,
     SessionPersistenceError,
@@ -70,7 +70,7 @@ thread (blocking it about as long as a thread hop would cost); a slower disk sen
 following ``fsync`` to a worker thread until one is fast again."""
 
 
-class JsonlSessionHandle:
+class JsonlSessionHandle(SessionHandleBase):
     """A per-session handle of :class:`JsonlPersistence` (an async context manager).
 
     A write handle is the single owner (in-process registry plus an ``flock`` held on the
@@ -125,36 +125,12 @@ class JsonlSessionHandle:
     # -- identity ---------------------------------------------------------------------------
 
     @property
-    def id(self) -> str:
-        """The session id."""
-        return self._header.id
-
-    @property
-    def header(self) -> SessionHeader:
-        """The header, fixed at create/open."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events a fork inherited (0 when not seeded)."""
-        return self._inherited
-
-    @property
-    def access(self) -> Access:
-        """``"read"`` or ``"write"``."""
-        return self._access
-
-    @property
     def materialized(self) -> bool:
         """True once the session's artifact exists (write handles of created sessions: after
         the first append or flush)."""
         return self._path is not None and (self._access == "read" or self._fd is not None)
 
     # -- operations -------------------------------------------------------------------------
-
-    def _check_open(self, operation: str) -> None:
-        if self._closed:
-            raise SessionHandleClosedError(self.id, operation=operation)
 
     def _check_released(self, operation: str) -> None:
         # an operation called before close() still runs (close drains it); one that reaches
@@ -380,19 +356,6 @@ class JsonlSessionHandle:
             self._lock.release()
             self._lock = None
         self._backend._forget(self)
-
-    async def __aenter__(self) -> Self:
-        """Return the handle itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the handle."""
-        await self.close()
 
     # -- read side --------------------------------------------------------------------------
 

@@ -6,8 +6,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Literal, NoReturn, Self
+from typing import Any, Literal, NoReturn
 
 import psycopg
 import zstandard
@@ -15,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from dsh_persistence import (
     SessionAlreadyExistsError,
+    SessionHandleBase,
     SessionHandleClosedError,
     SessionOwnershipLostError,
     SessionPersistenceCorruptionError,
@@ -53,7 +53,7 @@ class HandleServices:
     forget: Callable[[PostgresSessionHandle], None]
 
 
-class PostgresSessionHandle:
+class PostgresSessionHandle(SessionHandleBase):
     """A per-session handle of :class:`PostgresPersistence` (an async context manager).
 
     A write handle owns its session through a session-level advisory lock held on its own
@@ -95,26 +95,6 @@ class PostgresSessionHandle:
     # -- identity ---------------------------------------------------------------------------
 
     @property
-    def id(self) -> str:
-        """The session id."""
-        return self._header.id
-
-    @property
-    def header(self) -> SessionHeader:
-        """The header, fixed at create/open."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events a fork inherited (0 when not seeded)."""
-        return self._inherited
-
-    @property
-    def access(self) -> Access:
-        """``"read"`` or ``"write"``."""
-        return self._access
-
-    @property
     def materialized(self) -> bool:
         """False while a created session exists only in this instance (nothing written yet)."""
         return self._materialized
@@ -126,10 +106,6 @@ class PostgresSessionHandle:
         return None if self._lock is None else self._lock.backend_pid
 
     # -- reading ----------------------------------------------------------------------------
-
-    def _check_open(self, operation: str) -> None:
-        if self._closed:
-            raise SessionHandleClosedError(self.id, operation=operation)
 
     async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
         """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end;
@@ -330,16 +306,3 @@ class PostgresSessionHandle:
             if lock is not None:
                 await lock.release()
             self._services.forget(self)
-
-    async def __aenter__(self) -> Self:
-        """Return the handle itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the handle."""
-        await self.close()

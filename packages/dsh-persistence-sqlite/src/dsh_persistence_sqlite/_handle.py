@@ -6,11 +6,10 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from dsh_persistence import (
-    SessionHandleClosedError,
+    SessionHandleBase,
     SessionPersistenceCorruptionError,
     SessionReadOnlyError,
     check_read_range,
@@ -43,7 +42,7 @@ class HandleServices:
     forget: Callable[[SqliteSessionHandle], None]
 
 
-class SqliteSessionHandle:
+class SqliteSessionHandle(SessionHandleBase):
     """A per-session handle of :class:`SqlitePersistence` (an async context manager).
 
     A write handle is the single owner of its session (an in-process claim plus an ``flock`` on
@@ -82,35 +81,11 @@ class SqliteSessionHandle:
     # -- identity ---------------------------------------------------------------------------
 
     @property
-    def id(self) -> str:
-        """The session id."""
-        return self._header.id
-
-    @property
-    def header(self) -> SessionHeader:
-        """The header, fixed at create/open."""
-        return self._header
-
-    @property
-    def inherited_event_count(self) -> int:
-        """How many leading events a fork inherited (0 when not seeded)."""
-        return self._inherited
-
-    @property
-    def access(self) -> Access:
-        """``"read"`` or ``"write"``."""
-        return self._access
-
-    @property
     def materialized(self) -> bool:
         """False while a created session exists only in this instance (nothing written yet)."""
         return self._materialized
 
     # -- operations -------------------------------------------------------------------------
-
-    def _check_open(self, operation: str) -> None:
-        if self._closed:
-            raise SessionHandleClosedError(self.id, operation=operation)
 
     async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
         """The events with ``seq >= offset``, at most ``length`` of them (``[]`` past the end;
@@ -221,16 +196,3 @@ class SqliteSessionHandle:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
-
-    async def __aenter__(self) -> Self:
-        """Return the handle itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the handle."""
-        await self.close()

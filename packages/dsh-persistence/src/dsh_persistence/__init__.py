@@ -20,6 +20,7 @@ from dsh_persistence._errors import (
     SessionStorageError,
 )
 from dsh_persistence._export import export_session
+from dsh_persistence._handle_base import SessionHandleBase
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
 from dsh_persistence._snapshot import SessionSnapshot
 from dsh_persistence._validation import (
@@ -45,6 +46,7 @@ __all__ = [
     "SessionAlreadyOwnedError",
     "SessionFormatUnsupportedError",
     "SessionHandle",
+    "SessionHandleBase",
     "SessionHandleClosedError",
     "SessionOwnershipLostError",
     "SessionPersistence",
