@@ -20,7 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ALIGNED = "- Version aligned with the other dsh-py distributions (no changes of its own)."
 _VERSION = re.compile(r'^version = "[^"]+"$', re.MULTILINE)
-_SIBLING = re.compile(r'"(dsh-[a-z0-9-]+)>=\d+\.\d+,<\d+\.\d+"')
+_SIBLING = re.compile(r'"(dsh-[a-z0-9-]+(?:\[[a-z0-9,-]+\])?)>=\d+\.\d+,<\d+\.\d+"')
+"""A sibling requirement, extras included (``"dsh-shell[testing]>=0.1,<0.2"``)."""
+_ANY_SIBLING = re.compile(r'"dsh-[a-z0-9-]+(?:\[[^\]]*\])?\s*[<>=!~;@][^"]*"')
+"""Any quoted requirement of a sibling: every one must be a `_SIBLING` the bump moves."""
 _UNRELEASED = re.compile(r"^## \[Unreleased\][ \t]*$", re.MULTILINE)
 _SECTION = re.compile(r"^## ", re.MULTILINE)
 
@@ -41,6 +44,15 @@ def _current_version(pyproject: Path) -> str:
     if not isinstance(version, str) or not re.fullmatch(r"\d+\.\d+\.\d+", version):
         raise SystemExit(f"{pyproject}: version {version!r} is not MAJOR.MINOR.PATCH")
     return version
+
+
+def _unmovable_siblings(pyproject: Path, text: str) -> list[str]:
+    """The sibling requirements of ``text`` the bump could not move (each must be a range)."""
+    return [
+        f'{pyproject}: {found} is not a sibling range the bump moves ("dsh-x>=M.N,<M.N+1")'
+        for found in _ANY_SIBLING.findall(text)
+        if not _SIBLING.fullmatch(found)
+    ]
 
 
 def _bumped_pyproject(text: str, new: str) -> str:
@@ -86,6 +98,9 @@ def bump(root: Path, new: str, *, today: datetime.date | None = None) -> list[Pa
         if new_key <= _parse(current):
             raise SystemExit(f"{pyproject}: {new} is not greater than the current {current}")
         text = pyproject.read_text(encoding="utf-8")
+        unmovable = _unmovable_siblings(pyproject, text)
+        if unmovable:
+            raise SystemExit("\n".join(unmovable))
         writes.append((pyproject, _bumped_pyproject(text, new)))
         changelog = pyproject.parent / "CHANGELOG.md"
         writes.append((changelog, _released_changelog(changelog, new, day)))

@@ -232,3 +232,38 @@ def test_every_real_package_has_a_changelog_for_its_current_version(package: Pat
     assert re.search(rf"^## \[{re.escape(version)}\]( - \d{{4}}-\d{{2}}-\d{{2}})?$", text, re.M), (
         f"{changelog}: no heading for the current version {version}"
     )
+
+
+def test_sibling_requirements_with_extras_move_too(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    pyproject = root / "packages" / "dsh-session" / "pyproject.toml"
+    test_group = '\n[dependency-groups]\ntest = ["dsh-llm[testing]>=0.1,<0.2", "pytest>=8"]\n'
+    pyproject.write_text(SESSION_PYPROJECT + test_group, encoding="utf-8")
+    bump.bump(root, "0.2.0", today=DAY)
+    text = pyproject.read_text(encoding="utf-8")
+    assert '"dsh-llm[testing]>=0.2,<0.3"' in text
+    assert '"dsh-llm>=0.2,<0.3"' in text
+    assert "0.1" not in text.replace('version = "0.2.0"', "")
+
+
+@pytest.mark.parametrize(
+    "requirement", ['"dsh-llm==0.1.0"', '"dsh-llm>=0.1"', '"dsh-llm[testing]~=0.1"']
+)
+def test_a_sibling_requirement_the_bump_cannot_move_is_refused_before_writing(
+    tmp_path: Path, requirement: str
+) -> None:
+    root = _tree(tmp_path)
+    pyproject = root / "packages" / "dsh-session" / "pyproject.toml"
+    pyproject.write_text(SESSION_PYPROJECT.replace('"dsh-llm>=0.1,<0.2"', requirement))
+    before = _snapshot(root)
+    with pytest.raises(SystemExit, match="is not a sibling range the bump moves"):
+        bump.bump(root, "0.2.0", today=DAY)
+    assert _snapshot(root) == before
+
+
+def test_every_sibling_requirement_of_the_real_tree_is_one_the_bump_moves() -> None:
+    for pyproject in sorted((ROOT / "packages").glob("*/pyproject.toml")):
+        text = pyproject.read_text(encoding="utf-8")
+        assert bump._unmovable_siblings(pyproject, text) == []
+        moved = bump._bumped_pyproject(text, "9.8.0")
+        assert ">=0.1,<0.2" not in moved, pyproject
