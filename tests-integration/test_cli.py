@@ -284,6 +284,10 @@ def test_export_is_the_same_bytes_from_jsonl_zstd_and_sqlite(dsh: Dsh, tmp_path:
     with zipfile.ZipFile(archive) as opened:
         assert sorted(opened.namelist()) == sorted([f"{session_id}.jsonl", f"{second}.jsonl"])
         assert opened.read(f"{session_id}.jsonl") == from_zstd
+    twice = tmp_path / "twice.zip"  # one id named twice: still the zip that was asked for
+    dsh.ok("--profile", "zstd", "sessions", "export", session_id, session_id, "-o", str(twice))
+    with zipfile.ZipFile(twice) as opened:
+        assert opened.namelist() == [f"{session_id}.jsonl"]
     not_zip = dsh("--profile", "zstd", "sessions", "export", session_id, second)
     assert "needs -o FILE.zip" in one_error_line(not_zip)
 

@@ -358,3 +358,10 @@ def test_a_tool_name_offered_twice_is_refused_naming_it(tmp_path: Path, tools: l
         made.append(tool)
     with pytest.raises(DshError, match=f"tool '{tools[-1]}' is offered twice"):
         compose(configured(tmp_path), tools=made)
+
+
+async def test_the_built_in_tool_names_are_what_the_harness_offers(tmp_path: Path) -> None:
+    from dsh_agent_core._harness import BUILT_IN_TOOL_NAMES
+
+    async with compose(configured(tmp_path)) as harness:
+        assert tuple(harness.tool_names()) == BUILT_IN_TOOL_NAMES

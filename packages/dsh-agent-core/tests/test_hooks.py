@@ -155,3 +155,22 @@ def test_the_dump_shows_hooks_as_written_and_what_was_left_out(tmp_path: Path) -
     assert "hooks" not in dumped  # no internal field names
     assert dumped["ignored"] == ["hooks.Notification: not an event dsh-hooks runs (left out)"]
     assert dumped["dialect"] == "claude-code"
+
+
+async def test_hooks_keep_their_own_timeouts_whatever_caps_the_models_bash(
+    tmp_path: Path,
+) -> None:
+    """A hook's `timeout = 900` is not cut to the model's `bash.max_timeout`."""
+    from dsh_shell import ShellExecRequest
+
+    text = (
+        '[bash]\nmax_timeout = 60\ntimeout = 30\n\n[hooks]\ndialect = "codex"\n\n'
+        '[[hooks.Stop]]\nhooks = [{ command = "true", timeout = 900 }]\n'
+    )
+    async with compose(configured(tmp_path / "home", text)) as harness:
+        executor = harness._hook_executor
+        assert executor is not None
+        assert executor.resolve(ShellExecRequest("true", timeout=900)).timeout == 900
+        assert executor.resolve(ShellExecRequest("true")).timeout == 600  # hooks' default
+        model_side = harness.executor.resolve(ShellExecRequest("true", timeout=900))
+        assert model_side.timeout == 60

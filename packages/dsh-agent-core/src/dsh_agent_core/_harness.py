@@ -26,7 +26,7 @@ from dsh_agent_loop import AgentBusyError, AgentLoop, LoopAgent, ResumeOptionsEr
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
 from dsh_bash_sandbox import SandboxExecutor, SandboxProbe
 from dsh_compaction import CompactionError, CompactionResult, Compactor
-from dsh_hooks import HookRunner
+from dsh_hooks import HOOK_EVENTS, HookRunner, HooksConfig
 from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
@@ -161,6 +161,7 @@ class Harness:
         env: Mapping[str, str] | None = None,
         tools: Sequence[ToolDefinition[Any]] = (),
     ) -> None:
+        own_tools = _own_tools(tools)  # refused before anything is built or opened
         home = config.home()
         skills_home = config.skills.local.dsh_home
         if skills_home is not None and resolve_dsh_home(skills_home) != home:
@@ -210,9 +211,6 @@ class Harness:
         # the file tools follow the bash tool's sandbox policy and the session's mode
         self.files = FileTools(self.policy, sandbox_mode=self._session_sandbox_mode)
         self._tools.extend(self.files.definitions())
-        own_tools = _own_tools(
-            tools, {t.name for t in self._tools} | {SessionStatusTool.name, SessionCreateTool.name}
-        )
         self.spill = ResultSpill(home / "spill")
         # MCP servers start with the harness (start(), async with, or the first agent); what
         # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log
@@ -224,7 +222,9 @@ class Harness:
         self._mcp_started = False
         # command hooks are trusted user configuration: as in Claude Code and Codex they run
         # unconfined, with the user's rights (their own local executor, never the sandbox)
-        self._hook_executor = LocalBashExecutor(local) if config.hooks else None
+        self._hook_executor = (
+            LocalBashExecutor(_hook_limits(config.hooks)) if config.hooks else None
+        )
         self.hooks = (
             HookRunner(config.hooks, self._hook_executor)
             if config.hooks and self._hook_executor is not None
@@ -600,9 +600,13 @@ class Harness:
             await self.executor.aclose()
         except Exception as error:
             failures.append(error)
-        if self.hooks is not None and self._hook_executor is not None:
+        if self.hooks is not None:
             try:
                 await self.hooks.aclose()
+            except Exception as error:
+                failures.append(error)
+        if self._hook_executor is not None:
+            try:
                 await self._hook_executor.aclose()
             except Exception as error:
                 failures.append(error)
@@ -636,11 +640,43 @@ class Harness:
         await self.aclose()
 
 
-def _own_tools(
-    tools: Sequence[ToolDefinition[Any]], built_in: set[str]
-) -> list[ToolDefinition[Any]]:
-    """The application's tools, checked before anything is opened: no name offered twice."""
-    offered = set(built_in)
+def _hook_limits(hooks: HooksConfig) -> LocalBashConfig:
+    """The hook executor's limits: the hooks' own timeouts (never the model's bash cap) and room
+    for a hook's JSON answer."""
+    longest = max(
+        [hooks.default_timeout]
+        + [
+            hook.timeout
+            for event in HOOK_EVENTS
+            for group in hooks.hooks.groups(event)
+            for hook in group.hooks
+            if hook.timeout is not None
+        ]
+    )
+    return LocalBashConfig(
+        timeout=hooks.default_timeout, max_timeout=longest, max_output_bytes=1024 * 1024
+    )
+
+
+BUILT_IN_TOOL_NAMES = (
+    "bash",
+    "job_output",
+    "job_kill",
+    "job_list",
+    "read",
+    "write",
+    "edit",
+    "glob",
+    "grep",
+    "session_status",
+    "session_create",
+)
+"""Every tool the harness itself may offer (a test keeps this list true)."""
+
+
+def _own_tools(tools: Sequence[ToolDefinition[Any]]) -> list[ToolDefinition[Any]]:
+    """The application's tools, checked before anything is built: no name offered twice."""
+    offered = set(BUILT_IN_TOOL_NAMES)
     for tool in tools:
         if tool.name in offered:
             raise DshError(

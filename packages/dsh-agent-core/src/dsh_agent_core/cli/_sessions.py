@@ -112,10 +112,11 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
 async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
     """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
     into a zip of <session>.jsonl files."""
+    several = len(session_ids) > 1  # as named: `export X X -o a.zip` is still a zip
     session_ids = tuple(dict.fromkeys(session_ids))  # an id named twice is exported once
     persistence = build_persistence(state.config())
     try:
-        if len(session_ids) == 1:
+        if not several:
             target = output if output is not None else sys.stdout.buffer
             count = await export_session(persistence, session_ids[0], target)
             if output is not None:
@@ -190,7 +191,7 @@ async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
     persistence = build_persistence(state.config())
     bad = 0
     try:
-        ids = list(session_ids) or sorted(s.id for s in await persistence.list())
+        ids = list(dict.fromkeys(session_ids)) or sorted(s.id for s in await persistence.list())
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("verifying", total=len(ids))
             for session_id in ids:
