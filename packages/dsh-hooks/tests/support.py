@@ -38,7 +38,7 @@ from dsh_shell import (
     compose_child_environment,
     resolve_request,
 )
-from dsh_tools import ToolRegistry
+from dsh_tools import ResultSpill, ToolRegistry
 
 
 class BashExecutor:
@@ -161,9 +161,15 @@ class FakeAgent:
 class Rig:
     """A runner installed on fresh extension points and a registry, plus the agent."""
 
-    def __init__(self, config: HooksConfig, agent: FakeAgent | None = None) -> None:
+    def __init__(
+        self,
+        config: HooksConfig,
+        agent: FakeAgent | None = None,
+        *,
+        spill: ResultSpill | None = None,
+    ) -> None:
         self.executor = BashExecutor()
-        self.runner = HookRunner(config, self.executor)
+        self.runner = HookRunner(config, self.executor, spill=spill)
         self.extensions = Extensions()
         self.tools = ToolRegistry()
         self.runner.install(self.extensions, self.tools)

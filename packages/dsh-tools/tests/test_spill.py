@@ -146,3 +146,31 @@ async def test_sessions_get_separate_folders(tmp_path: Path) -> None:
 def test_a_budget_too_small_for_the_notice_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_inline_bytes"):
         ResultSpill(tmp_path, max_inline_bytes=100)
+
+
+def _only_file(root: Path, pattern: str) -> Path:
+    (path,) = root.glob(pattern)
+    return path
+
+
+async def test_bound_text_keeps_a_long_text_whole_in_the_sessions_folder(tmp_path: Path) -> None:
+    spill = ResultSpill(tmp_path)
+    text = "HEAD" + "é" * 100_000 + "TAIL"
+    bounded = await spill.bound_text(text, session_id="s-1", label="hook/Stop", what="hook text")
+    assert len(bounded.encode()) <= MAX_INLINE_BYTES
+    assert bounded.startswith("HEAD")
+    assert bounded.endswith("TAIL")
+    assert "[hook text truncated: " in bounded
+    path = _only_file(tmp_path, "session-*/*hook_Stop.txt")
+    assert f"the whole hook text is in {path} " in bounded
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_text(encoding="utf-8") == text
+    assert await spill.bound_text("short", session_id="s-1", label="x") == "short"
+
+
+async def test_bound_text_bounds_even_when_the_file_cannot_be_written(tmp_path: Path) -> None:
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    bounded = await ResultSpill(blocked).bound_text("y" * 200_000, session_id=None, label="x")
+    assert len(bounded.encode()) <= MAX_INLINE_BYTES
+    assert "the whole text was not kept (no file: it could not be saved" in bounded

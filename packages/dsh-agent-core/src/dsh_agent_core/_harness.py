@@ -226,7 +226,7 @@ class Harness:
             LocalBashExecutor(_hook_limits(config.hooks)) if config.hooks else None
         )
         self.hooks = (
-            HookRunner(config.hooks, self._hook_executor)
+            HookRunner(config.hooks, self._hook_executor, spill=self.spill)
             if config.hooks and self._hook_executor is not None
             else None
         )

@@ -12,6 +12,10 @@ Code's ``SubagentStart`` / ``SubagentStop`` for child sessions.
 Existing hook scripts work unchanged: the payload fields, the exit-code-2 convention and the
 JSON answers are the dialect's own (see `PayloadBuilder`, `parse_hook_output` and
 `HookRunner`). ``transcript_path`` is always ``""`` (Claude Code) or ``null`` (Codex).
+
+Every hook text that enters the model's context is bounded by the tool results' spill rule
+(``dsh_tools.ResultSpill``): over 50,000 bytes, its head and tail and the path of the file
+that keeps it whole. A hook's stdout is read up to `HOOK_OUTPUT_MAX_BYTES`.
 """
 
 from dsh_hooks._config import (
@@ -34,6 +38,7 @@ from dsh_hooks._output import (
     parse_hook_output,
 )
 from dsh_hooks._payloads import CLAUDE_CODE_TOOL_NAMES, PayloadBuilder, tool_aliases
+from dsh_hooks._run import HOOK_OUTPUT_MAX_BYTES
 from dsh_hooks._runner import HOOK_BLOCKED_CODE, HookRunner, plugin_name
 
 __all__ = [
@@ -42,6 +47,7 @@ __all__ = [
     "DIALECT_EVENTS",
     "HOOK_BLOCKED_CODE",
     "HOOK_EVENTS",
+    "HOOK_OUTPUT_MAX_BYTES",
     "CommandHook",
     "HookDecision",
     "HookDialect",

@@ -3,8 +3,9 @@
 - **Exit 0**: stdout that is a JSON object is the structured answer; other stdout is plain text
   (context for ``SessionStart`` and ``UserPromptSubmit``, ignored elsewhere).
 - **Exit 2**: a blocking answer whose reason is stderr (``block``); stdout is ignored.
-- **Any other exit, a signal, a timeout, a hook that could not start**: a non-blocking error;
-  the turn goes on and the error is logged.
+- **Any other exit, a signal, a timeout, a hook that could not start** (or an exit 0 with an
+  ``error``, such as a stdout over the output cap): a non-blocking error; the turn goes on and
+  the error is logged.
 
 The structured answer's fields: ``continue: false`` (+ ``stopReason``) asks to stop the agent;
 ``decision: "block" | "approve"`` with ``reason`` (top level); ``hookSpecificOutput`` with
@@ -61,8 +62,9 @@ class HookOutput:
 
     @property
     def failed(self) -> bool:
-        """Whether the hook errored (not exit 0 or 2): a non-blocking error."""
-        return self.exit_code not in (0, 2)
+        """Whether the hook errored (not exit 0 or 2, or an ``error`` such as an answer over
+        the output cap): a non-blocking error."""
+        return self.exit_code not in (0, 2) or self.error is not None
 
     @property
     def logged_decision(self) -> str:
@@ -98,11 +100,12 @@ def parse_hook_output(
     error: str | None = None,
     plain_stdout_is_context: bool = False,
 ) -> HookOutput:
-    """Decode one hook run of ``event`` (``error``: why it has no exit code, if it has none)."""
+    """Decode one hook run of ``event`` (``error``: why it has no exit code, if it has none, or
+    why an exit 0's answer is not read)."""
     stdout, stderr = stdout.strip(), stderr.strip()
     if exit_code == 2:
         return HookOutput(2, stdout, stderr, decision="block", reason=stderr or None)
-    if exit_code != 0:
+    if exit_code != 0 or error is not None:
         return HookOutput(exit_code, stdout, stderr, error=error)
     answer = _structured(stdout)
     if answer is None:

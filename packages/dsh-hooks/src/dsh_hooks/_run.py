@@ -5,6 +5,11 @@ The request carries no ``dsh_env`` unless the configuration gives one, so a hook
 own failures: an executor that refuses the request or cannot start the command, a signal and a
 timeout all become a `HookOutput` with no exit code and an ``error``. Only the cancellation of
 the awaiting task propagates (the executor has killed the hook's process group by then).
+
+What is read into memory is bounded: stdout asks the executor for `HOOK_OUTPUT_MAX_BYTES` (room
+for a JSON answer), stderr has the executor's own cap. A stdout over its cap is a non-blocking
+error (an answer cut at its start is not read); a stderr over its cap keeps its tail, headed by
+a line saying so and naming the executor's file of the whole stream when there is one.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ from dsh_hooks._config import CommandHook, HookEventName
 from dsh_hooks._output import HookOutput, parse_hook_output
 from dsh_shell import ShellExecRequest, ShellExecutor
 
-__all__ = ["HookRun", "run_command_hook"]
+__all__ = ["HOOK_OUTPUT_MAX_BYTES", "HookRun", "run_command_hook"]
+
+HOOK_OUTPUT_MAX_BYTES = 1024 * 1024
+"""The bytes of a hook's stdout read into memory (1 MiB): its JSON answer must fit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,7 @@ async def run_command_hook(
         command=hook.command,
         workdir=workdir,
         timeout=hook.timeout if hook.timeout is not None else default_timeout,
+        stdout_max_bytes=HOOK_OUTPUT_MAX_BYTES,
         stdin=stdin,
         env=env or None,
         dsh_env=dsh_env or None,
@@ -73,11 +82,21 @@ async def run_command_hook(
         error = f"the hook was killed by {result.signal or 'a signal'}"
     elif exit_code not in (0, 2):
         error = f"the hook failed with exit code {exit_code}"
+    stderr = result.stderr.text
+    if result.stderr.truncated:
+        whole = (
+            f"; the whole stream is in {result.stderr.spill_path}"
+            if result.stderr.spill_path
+            else ""
+        )
+        stderr = f"[the hook's stderr was over the cap: its start was dropped{whole}]\n{stderr}"
+    if result.stdout.truncated and error is None:
+        error = f"the hook's stdout is over {HOOK_OUTPUT_MAX_BYTES} bytes: its answer is not read"
     output = parse_hook_output(
         event,
         exit_code,
         result.stdout.text,
-        result.stderr.text,
+        stderr,
         error=error,
         plain_stdout_is_context=plain_stdout_is_context,
     )

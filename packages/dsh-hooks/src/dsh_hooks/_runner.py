@@ -32,6 +32,13 @@ Where each event runs and what its answer does:
   the log (``tool/call``, the assistant message the model is replayed), and running other
   arguments than those would make the log lie about what ran.
 
+Every hook text that enters the model's context or the log — a deny or block reason, a
+``stopReason``, an ``ask`` reason, the context of ``SessionStart`` / ``SubagentStart`` /
+``UserPromptSubmit`` / ``PostToolUse`` — is bounded by the tool results' rule
+(``dsh_tools.ResultSpill.bound_text``): over 50,000 bytes, its head and tail and the path of a
+``0600`` file in the session's spill folder that keeps it whole. The texts one event adds are
+bounded together (over the budget in all, they enter as one bounded text).
+
 Matching hooks of one event run one after another, in configuration order, and their answers
 are merged (`merge_outputs`). A hook that fails, is killed or times out is a non-blocking
 error, logged by Python logging (``dsh_hooks``) and, inside an open turn, as the
@@ -46,8 +53,9 @@ import asyncio
 import itertools
 import json
 import logging
+import tempfile
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dsh_agent import (
@@ -70,10 +78,12 @@ from dsh_llm import PluginSource, TextBlock, UserMessage, UserSource
 from dsh_session import Session
 from dsh_shell import ShellExecutor
 from dsh_tools import (
+    MAX_INLINE_BYTES,
     Ask,
     Deny,
     Disposer,
     PolicyDecision,
+    ResultSpill,
     ToolErrorInfo,
     ToolExecution,
     ToolRegistry,
@@ -143,11 +153,19 @@ class HookRunner:
     ``install(extensions, tools)`` mounts it on a loop's `Extensions` and a `ToolRegistry`
     (either may be left out) and returns the disposer; ``aclose()`` cancels the background
     ``SessionStart`` runs. One runner may serve many agents at once.
+
+    ``spill`` is the ``dsh_tools.ResultSpill`` whose rule bounds every hook text entering the
+    context (pass the one the tool results use, so both share the session's spill folder);
+    without one, a runner makes its own under a private temporary directory
+    (``tempfile.mkdtemp``) the first time a text is over the budget.
     """
 
-    def __init__(self, config: HooksConfig, executor: ShellExecutor) -> None:
+    def __init__(
+        self, config: HooksConfig, executor: ShellExecutor, *, spill: ResultSpill | None = None
+    ) -> None:
         self.config = config
         self.executor = executor
+        self._spill = spill
         self._payloads = PayloadBuilder(config)
         self._plugin = PluginSource(plugin=plugin_name(config))
         self._ids = itertools.count(1)
@@ -254,7 +272,46 @@ class HookRunner:
         if output.updated_input is not None:
             _log.warning("%s hook %r asked for updatedInput, which is not applied", event, command)
         if output.system_message is not None:
-            _log.info("%s hook %r: %s", event, command, output.system_message)
+            limit = self.config.stderr_summary_max_chars
+            message = output.system_message
+            message = message if len(message) <= limit else message[:limit] + "…"
+            _log.info("%s hook %r: %s", event, command, message)
+
+    # -- bounding ---------------------------------------------------------------------------
+
+    @property
+    def spill(self) -> ResultSpill:
+        """The rule that bounds hook texts (see the class docs)."""
+        if self._spill is None:
+            self._spill = ResultSpill(tempfile.mkdtemp(prefix="dsh-hooks-spill-"))
+        return self._spill
+
+    def _fits(self, texts: Sequence[str]) -> bool:
+        budget = self._spill.max_inline_bytes if self._spill is not None else MAX_INLINE_BYTES
+        size = sum(len(text.encode("utf-8", "surrogatepass")) + 2 for text in texts)
+        return size <= budget
+
+    async def _bounded(self, text: str, session_id: str | None, label: str) -> str:
+        """``text`` bounded by the spill rule (``label`` names its spill file)."""
+        if self._fits([text]):
+            return text
+        return await self.spill.bound_text(
+            text, session_id=session_id, label=f"hook-{label}", what="hook text"
+        )
+
+    async def _bounded_all(
+        self, texts: Sequence[str], session_id: str | None, label: str
+    ) -> list[str]:
+        """The texts one event adds: as they are when they fit the budget together, else
+        joined into one bounded text."""
+        if self._fits(texts):
+            return list(texts)
+        return [await self._bounded("\n\n".join(texts), session_id, label)]
+
+    async def _bounded_reason(
+        self, text: str | None, session_id: str | None, label: str
+    ) -> str | None:
+        return None if text is None else await self._bounded(text, session_id, label)
 
     def _append(self, session: Session, turn: int, event: str, record: _Ran) -> None:
         append_hook_pair(
@@ -282,9 +339,10 @@ class HookRunner:
             return None
         return header.agent_preset or "general-purpose"
 
-    def _halt(self, agent: object, event: str, outcome: MergedOutcome) -> None:
+    async def _halt(self, agent: object, event: str, outcome: MergedOutcome) -> None:
         if outcome.stop and isinstance(agent, Agent):
-            reason = outcome.stop_reason or f"stopped by {event} hook"
+            reason = await self._bounded_reason(outcome.stop_reason, agent.id, f"{event}-stop")
+            reason = reason or f"stopped by {event} hook"
             agent.cancel(CancelCause(kind="hook", reason=reason), keep_inbox=True)
 
     # -- SessionStart -----------------------------------------------------------------------
@@ -338,7 +396,12 @@ class HookRunner:
         agent = step.agent
         session = agent.session
         started = await self._session_start_context(session, step.turn)
-        before = self._context_message(started.task.result()[0].contexts) if started else None
+        before = None
+        if started is not None:
+            contexts = started.task.result()[0].contexts
+            before = self._context_message(
+                await self._bounded_all(contexts, agent.id, f"{started.event}-context")
+            )
         after = None
         prompts = [m for m in decision.messages if isinstance(m.source, UserSource)]
         user = self._subagent_type(session) is None  # a child's prompts are its parent's
@@ -356,8 +419,11 @@ class HookRunner:
                 agent=agent,
             )
             if outcome.decision == "deny" or outcome.stop:
-                return Reject(outcome.reason or outcome.stop_reason)
-            after = self._context_message(outcome.contexts)
+                reason = outcome.reason or outcome.stop_reason
+                return Reject(await self._bounded_reason(reason, agent.id, "UserPromptSubmit"))
+            after = self._context_message(
+                await self._bounded_all(outcome.contexts, agent.id, "UserPromptSubmit-context")
+            )
         if started is not None:
             del self._starting[session]
         if before is None and after is None:
@@ -395,10 +461,11 @@ class HookRunner:
         )
         if outcome.decision == "deny":
             self._continued[session] = turn
-            reason = outcome.reason or f"continue: blocked by {event} hook"
+            reason = await self._bounded_reason(outcome.reason, agent.id, event)
+            reason = reason or f"continue: blocked by {event} hook"
             agent.steer(UserMessage.from_text(reason, source=self._plugin))
         else:
-            self._halt(agent, event, outcome)
+            await self._halt(agent, event, outcome)
 
     # -- PreToolUse / PostToolUse -----------------------------------------------------------
 
@@ -432,13 +499,16 @@ class HookRunner:
             aliases=tool_aliases(execution.tool_name),
             agent=execution.caller,
         )
-        self._halt(execution.caller, "PreToolUse", outcome)
+        await self._halt(execution.caller, "PreToolUse", outcome)
+        label = f"PreToolUse-{execution.call_id}"
         if outcome.decision == "deny":
-            return Deny(outcome.reason or "blocked by PreToolUse hook")
+            reason = await self._bounded_reason(outcome.reason, execution.session_id, label)
+            return Deny(reason or "blocked by PreToolUse hook")
         if outcome.stop:
-            return Deny(outcome.stop_reason or "stopped by PreToolUse hook")
+            reason = await self._bounded_reason(outcome.stop_reason, execution.session_id, label)
+            return Deny(reason or "stopped by PreToolUse hook")
         if outcome.decision == "ask" and self.config.dialect == "claude-code":
-            return Ask(outcome.reason)
+            return Ask(await self._bounded_reason(outcome.reason, execution.session_id, label))
         return None
 
     async def post_tool_use(
@@ -465,13 +535,20 @@ class HookRunner:
             aliases=tool_aliases(execution.tool_name),
             agent=execution.caller,
         )
-        self._halt(execution.caller, "PostToolUse", outcome)
-        extra = [TextBlock(text=text) for text in outcome.contexts]
+        await self._halt(execution.caller, "PostToolUse", outcome)
+        added = list(outcome.contexts)
         if outcome.decision == "deny":
             reason = outcome.reason or "blocked by PostToolUse hook"
+            added.insert(0, f"PostToolUse hook: {reason}")
+        label = f"PostToolUse-{execution.call_id}"
+        extra = [
+            TextBlock(text=text)
+            for text in await self._bounded_all(added, execution.session_id, label)
+        ]
+        if outcome.decision == "deny":
             error = result.error if result.is_error and result.error is not None else None
             return ToolResult(
-                content=[*result.content, TextBlock(text=f"PostToolUse hook: {reason}"), *extra],
+                content=[*result.content, *extra],
                 is_error=True,
                 error=error or ToolErrorInfo(name="ToolHookError", code=HOOK_BLOCKED_CODE),
                 meta=result.meta,

@@ -10,6 +10,11 @@ stay within the budget, and a line naming the file. Its ``is_error`` and ``error
 ``skip`` (``read`` pages itself: spilling it would only send the model to read the spill) and
 calls with no session are left alone. Spilling is best effort: a file that cannot be written is
 logged and the result is passed on unchanged, never turned into an error.
+
+`ResultSpill.bound_text` applies the same rule to a text that enters the model's context by
+another way than a tool result (a hook's reason or context): over the budget, the text is
+saved the same way and replaced by its head, its tail and the file's path. It always bounds:
+when the file cannot be written, the notice says so and the middle is dropped.
 """
 
 from __future__ import annotations
@@ -83,8 +88,9 @@ class ResultSpill:
         data = result.text.encode("utf-8", errors="surrogatepass")
         if len(data) <= self.max_inline_bytes:
             return None
+        label = f"{execution.tool_name}-{execution.call_id}"
         try:
-            path = await asyncio.to_thread(self._save, execution, data)
+            path = await asyncio.to_thread(self._save, execution.session_id, label, data)
         except OSError as error:
             _log.warning(
                 "session %s: the %d-byte result of %s (call %s) could not be spilled: %s",
@@ -95,6 +101,42 @@ class ResultSpill:
                 error,
             )
             return None
+        meta = result.meta if isinstance(result.meta, dict) else {}
+        if result.meta is not None and not isinstance(result.meta, dict):
+            meta = {"meta": result.meta}
+        return result.model_copy(
+            update={
+                "content": [TextBlock(text=self._shortened(data, "result", path))],
+                "meta": {**meta, "spill": {"path": str(path), "bytes": len(data)}},
+            }
+        )
+
+    async def bound_text(
+        self, text: str, *, session_id: str | None, label: str, what: str = "text"
+    ) -> str:
+        """``text`` itself when its UTF-8 size is within ``max_inline_bytes``; else its head
+        and tail within the budget and a notice naming the ``0600`` file that keeps it whole
+        (in the folder of ``session_id``, the file named after ``label``; ``what`` names the
+        text in the notice). A file that cannot be written is logged and named as lost in the
+        notice: the text returned is bounded either way."""
+        data = text.encode("utf-8", errors="surrogatepass")
+        if len(data) <= self.max_inline_bytes:
+            return text
+        try:
+            path: Path | str = await asyncio.to_thread(self._save, session_id, label, data)
+        except OSError as error:
+            _log.warning(
+                "session %s: the %d-byte %s (%s) could not be spilled: %s",
+                session_id,
+                len(data),
+                what,
+                label,
+                error,
+            )
+            path = f"no file: it could not be saved ({error})"
+        return self._shortened(data, what, path)
+
+    def _shortened(self, data: bytes, what: str, path: Path | str) -> str:
         budget = self.max_inline_bytes - _NOTICE_RESERVE
         head, tail = _cut_head(data, (budget + 1) // 2), _cut_tail(data, budget // 2)
         omitted = (
@@ -102,26 +144,20 @@ class ResultSpill:
             - len(head.encode("utf-8", "surrogatepass"))
             - len(tail.encode("utf-8", "surrogatepass"))
         )
-        notice = (
-            f"\n\n[result truncated: {omitted} of {len(data)} bytes omitted here; the whole "
-            f"result is in {path} (read or grep it there)]\n\n"
+        where = (
+            f"the whole {what} is in {path} (read or grep it there)"
+            if isinstance(path, Path)
+            else f"the whole {what} was not kept ({path})"[: _NOTICE_RESERVE // 2]
         )
-        meta = result.meta if isinstance(result.meta, dict) else {}
-        if result.meta is not None and not isinstance(result.meta, dict):
-            meta = {"meta": result.meta}
-        return result.model_copy(
-            update={
-                "content": [TextBlock(text=head + notice + tail)],
-                "meta": {**meta, "spill": {"path": str(path), "bytes": len(data)}},
-            }
-        )
+        notice = f"\n\n[{what} truncated: {omitted} of {len(data)} bytes omitted here; {where}]\n\n"
+        return head + notice + tail
 
-    def _save(self, execution: ToolExecution, data: bytes) -> Path:
-        session = hashlib.sha256((execution.session_id or "").encode()).hexdigest()[:32]
+    def _save(self, session_id: str | None, label: str, data: bytes) -> Path:
+        session = hashlib.sha256((session_id or "").encode()).hexdigest()[:32]
         folder = self.root / f"session-{session}"
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         os.chmod(folder, 0o700)
-        name = _UNSAFE.sub("_", f"{execution.tool_name}-{execution.call_id}")[:80]
+        name = _UNSAFE.sub("_", label)[:80]
         path = folder / f"{secrets.token_hex(4)}-{name}.txt"
         fd = os.open(
             path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
