@@ -89,13 +89,84 @@ async def test_error_statuses_become_failures_with_stable_codes(
     assert failure.retry_after_ms is None
 
 
-async def test_a_context_overflow_is_its_own_code(
-    model: OpenAICompatibleModel, provider: Any
+# Each server's own overflow answer (status, body), as it sends it.
+OVERFLOW_ANSWERS = {
+    "deepseek": (400, {"error": {
+        "message": "This model's maximum context length is 131072 tokens. However, you requested "
+        "140000 tokens (140000 in the messages, 0 in the completion). Please reduce the length "
+        "of the messages or completion.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}),
+    "openai": (400, {"error": {
+        "message": "Your input exceeds the context window of this model. Please adjust your "
+        "input and try again.",
+        "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+    "openai-code-only": (400, {"error": {
+        "message": "Invalid request.", "type": "invalid_request_error",
+        "code": "context_length_exceeded"}}),
+    "llama.cpp": (400, {"error": {
+        "code": 400,
+        "message": "request (1636 tokens) exceeds the available context size (1024 tokens), "
+        "try increasing it",
+        "type": "exceed_context_size_error", "n_prompt_tokens": 1636, "n_ctx": 1024}}),
+    "llama.cpp-older": (400, {"error": {
+        "code": 400,
+        "message": "the request exceeds the available context size, try increasing the context "
+        "size or enable context shift",
+        "type": "invalid_request_error"}}),
+    "vllm": (400, {
+        "object": "error",
+        "message": "This model's maximum context length is 2048 tokens. However, you requested "
+        "2100 tokens (2000 in the messages, 100 in the completion). Please reduce the length of "
+        "the messages or completion.",
+        "type": "BadRequestError", "param": None, "code": 400}),
+    "vllm-v1": (400, {"error": {
+        "message": "The decoder prompt (length 5000) is longer than the maximum model length of "
+        "4096. Make sure that `max_model_len` is no smaller than the number of text tokens.",
+        "type": "BadRequestError", "param": None, "code": 400}}),
+    "ollama": (400, {"error": {
+        "message": "prompt too long; exceeded max context length by 612 tokens",
+        "type": "api_error", "param": None, "code": None}}),
+    "ollama-as-500": (500, {"error": {
+        "message": "prompt too long; exceeded max context length by 612 tokens",
+        "type": "api_error", "param": None, "code": None}}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("server", sorted(OVERFLOW_ANSWERS))
+async def test_each_servers_context_overflow_is_its_own_code(
+    model: OpenAICompatibleModel, provider: Any, server: str
 ) -> None:
-    message = "This model's maximum context length is 131072 tokens. However, you requested 140000"
-    provider.reply_json(400, {"error": {"message": message, "code": "invalid_request_error"}})
+    status, body = OVERFLOW_ANSWERS[server]
+    provider.reply_json(status, body)
     failure = failure_of(await collect(model))
-    assert (failure.code, failure.status) == ("CONTEXT_WINDOW_EXCEEDED", 400)
+    assert (failure.code, failure.status) == ("CONTEXT_WINDOW_EXCEEDED", status)
+    assert f"HTTP {status}" in failure.message
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "code"),
+    [
+        (429, {"error": {"message": "Too many tokens per minute, slow down"}}, "RATE_LIMIT"),
+        (503, {"error": {"message": "Service unavailable: too many tokens in flight"}}, "SERVER"),
+        (400, {"error": {"message": "messages[3].content must be a string",
+                         "type": "invalid_request_error"}}, "BAD_REQUEST"),
+    ],
+)  # fmt: skip
+async def test_throttling_and_other_refusals_are_not_taken_for_an_overflow(
+    model: OpenAICompatibleModel, provider: Any, status: int, body: Any, code: str
+) -> None:
+    provider.reply_json(status, body)
+    assert failure_of(await collect(model)).code == code
+
+
+async def test_an_overflow_error_event_inside_the_stream_is_recognised(
+    model: OpenAICompatibleModel, provider: Any, wire: Any
+) -> None:
+    _, body = OVERFLOW_ANSWERS["llama.cpp"]
+    provider.reply_sse(body)
+    failure = failure_of(await collect(model))
+    assert failure.code == "CONTEXT_WINDOW_EXCEEDED"
+    assert "inside the stream" in failure.message
 
 
 @pytest.mark.parametrize(

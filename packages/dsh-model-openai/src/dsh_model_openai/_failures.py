@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from dsh_llm import LlmFailure
+from dsh_model_openai._overflow import is_context_overflow
 
 __all__ = [
     "FAILURE_CODES",
@@ -35,8 +36,9 @@ FAILURE_CODES: Mapping[str, str] = MappingProxyType(
         "TRANSPORT": "the connection failed or the stream was cut before the answer finished.",
         "BAD_REQUEST": "another HTTP 4xx (the provider's message included), or a request that "
         "cannot be encoded as JSON.",
-        "CONTEXT_WINDOW_EXCEEDED": "HTTP 400 whose message says the prompt is longer than the "
-        "model's context window.",
+        "CONTEXT_WINDOW_EXCEEDED": "an error answer whose type, code or message says the prompt "
+        "does not fit the model's context window (OpenAI, DeepSeek, llama.cpp, vLLM and Ollama "
+        "wordings).",
         "EMPTY_RESPONSE": "the stream finished (or ended) with no text, reasoning or tool call.",
         "MALFORMED_RESPONSE": "an event that is not JSON.",
         "CONTENT_FILTER": "the provider stopped the answer with finish_reason content_filter.",
@@ -51,11 +53,6 @@ delivered as an error whose code is that reason upper-cased (``"FOO_BAR"`` for `
 """
 
 _MESSAGE_LIMIT = 1000
-_CONTEXT_OVERFLOW = re.compile(
-    r"context[ _-]?length|context[ _-]?window|maximum context|prompt is too long|"
-    r"too many (?:input )?tokens",
-    re.IGNORECASE,
-)
 _SECONDS = re.compile(r"\s*\d+(?:\.\d+)?\s*")
 
 
@@ -90,18 +87,6 @@ def provider_message(body: bytes) -> str:
             if isinstance(parsed.get(key), str):
                 return _clip(parsed[key])
     return _clip(text)
-
-
-def _error_code_field(body: bytes) -> str:
-    """``error.code`` / ``error.type`` of a JSON error body, for recognizing a context overflow."""
-    try:
-        parsed: Any = json.loads(body)
-    except ValueError:
-        return ""
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    if not isinstance(error, dict):
-        return ""
-    return " ".join(str(error.get(key) or "") for key in ("code", "type"))
 
 
 def retry_after_ms(headers: httpx.Headers, *, now: float | None = None) -> int | None:
@@ -153,15 +138,18 @@ def status_failure(status: int, headers: httpx.Headers, body: bytes, where: str)
             status=status,
             **fields,
         )
+    if is_context_overflow(status, body, detail):
+        return LlmFailure(
+            message=f"{where} refused the request (HTTP {status}): {detail}{suffix}",
+            code="CONTEXT_WINDOW_EXCEEDED",
+            status=status,
+        )
     if status >= 500:
         message = f"{where} failed (HTTP {status}): {detail}{suffix}"
         return LlmFailure(message=message, code="SERVER", status=status)
-    overflow = status == 400 and (
-        _CONTEXT_OVERFLOW.search(detail) or _CONTEXT_OVERFLOW.search(_error_code_field(body))
-    )
     return LlmFailure(
         message=f"{where} refused the request (HTTP {status}): {detail}{suffix}",
-        code="CONTEXT_WINDOW_EXCEEDED" if overflow else "BAD_REQUEST",
+        code="BAD_REQUEST",
         status=status,
     )
 
