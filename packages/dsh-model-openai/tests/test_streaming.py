@@ -210,6 +210,45 @@ async def test_a_call_without_an_id_gets_a_generated_one(
     assert chunks[-1].reason.kind == "tool-calls"
 
 
+async def test_an_id_that_arrives_late_continues_the_call_it_belongs_to(
+    model: OpenAICompatibleModel, provider: Any, wire: Any, well_formed: Any
+) -> None:
+    provider.reply_sse(
+        wire.chunk(tool_calls=[{"index": 0, "function": {"name": "bash", "arguments": ""}}]),
+        wire.chunk(tool_calls=[wire.call_delta(0, '{"command": ', id="srv_7")]),
+        wire.chunk(tool_calls=[wire.call_delta(0, '"ls"}')]),
+        wire.chunk(tool_calls=[wire.call_delta(1, "{}", id="srv_8", name="glob")]),
+        wire.chunk(finish="tool_calls"),
+    )
+    chunks = await collect(model)
+    well_formed(chunks)
+    blocks = [c.block for c in chunks if isinstance(c, BlockEndChunk)]
+    assert len(blocks) == 2
+    first, second = blocks
+    assert isinstance(first, ToolCallBlock)
+    assert (first.name, first.arguments) == ("bash", '{"command": "ls"}')
+    assert first.id.startswith("call_")  # the id the first delta already carried
+    assert second == ToolCallBlock(id="srv_8", name="glob", arguments="{}")
+
+
+async def test_content_and_whole_arguments_in_one_delta(
+    model: OpenAICompatibleModel, provider: Any, wire: Any, well_formed: Any
+) -> None:
+    call = {"index": 0, "id": "c9", "function": {"name": "read", "arguments": {"path": "a.txt"}}}
+    provider.reply_sse(
+        wire.chunk(content="Reading it.", tool_calls=[call]),
+        wire.chunk(finish="stop"),
+    )
+    chunks = await collect(model)
+    well_formed(chunks)
+    message = assemble_message(chunks, SOURCE)
+    assert message.text == "Reading it."
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("c9", "read", '{"path": "a.txt"}')
+    ]
+    assert chunks[-1].reason.kind == "tool-calls"
+
+
 @pytest.mark.parametrize(
     ("wire_usage", "expected"),
     [

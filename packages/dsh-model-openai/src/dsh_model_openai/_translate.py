@@ -52,13 +52,26 @@ class _Prose:
 class _Call:
     """An open tool-call block, assembled from the deltas of one provider ``index``."""
 
-    __slots__ = ("id", "index", "name", "parts")
+    __slots__ = ("generated_id", "id", "index", "name", "parts")
 
-    def __init__(self, index: int, call_id: str, name: str) -> None:
+    def __init__(self, index: int, call_id: str | None, name: str) -> None:
         self.index = index
-        self.id = call_id
+        # A server that sends no id (or sends it only in a later delta) gets one of ours, kept
+        # for the whole call: the deltas already delivered carry it.
+        self.generated_id = call_id is None
+        self.id = call_id or f"call_{secrets.token_hex(12)}"
         self.name = name
         self.parts: list[str] = []
+
+    def continued_by(self, call_id: str | None) -> bool:
+        """Whether a delta with ``call_id`` continues this call: no id, the same id, or the
+        first id a server sends late for a call it began without one."""
+        if not call_id or call_id == self.id:
+            return True
+        if self.generated_id:
+            self.generated_id = False  # only the first late id is taken as this call's
+            return True
+        return False
 
     def end(self) -> BlockEndChunk:
         block = ToolCallBlock(id=self.id, name=self.name, arguments="".join(self.parts))
@@ -170,13 +183,9 @@ class Translator:
         if isinstance(position, int) and not isinstance(position, bool):
             call = self._calls.get(position)
             # Some servers number every call 0; a different id is a new call all the same.
-            if call is not None and call_id and call_id != call.id:
-                return None
-            return call
+            return call if call is not None and call.continued_by(call_id) else None
         last = self._last_call
-        if last is None or (call_id and call_id != last.id):
-            return None
-        return last
+        return last if last is not None and last.continued_by(call_id) else None
 
     def _tool_deltas(self, deltas: list[Any]) -> list[StreamChunk]:
         out: list[StreamChunk] = []
@@ -198,7 +207,7 @@ class Translator:
                 if self._prose is not None:
                     out.append(self._prose.end())
                     self._prose = None
-                call = _Call(self._take_index(), call_id or f"call_{secrets.token_hex(12)}", "")
+                call = _Call(self._take_index(), call_id, "")
                 if not isinstance(position, int) or isinstance(position, bool):
                     position = -1 - self._untagged
                     self._untagged += 1
