@@ -129,14 +129,14 @@ def test_a_policy_without_workspace_writes_only_under_its_other_roots() -> None:
     assert not SandboxPolicy(mode="read-only").check("/tmp/x", "write").allowed
 
 
-def test_the_defaults_are_workspace_write_without_network_protecting_git_and_dsh() -> None:
+def test_the_defaults_are_workspace_write_without_network_protecting_git_dsh_and_hooks() -> None:
     policy = SandboxPolicy()
     assert (policy.mode, policy.network, policy.protected_names) == (
         "workspace-write",
         False,
-        (".git", ".dsh"),
+        (".git", ".dsh", ".claude", ".codex"),
     )
-    assert DEFAULT_PROTECTED_NAMES == (".git", ".dsh")
+    assert DEFAULT_PROTECTED_NAMES == (".git", ".dsh", ".claude", ".codex")
     assert policy.denied_paths == ()
 
 
@@ -287,3 +287,42 @@ def test_a_run_result_defaults_to_no_sandbox_denial() -> None:
         sandbox_denied="workspace-write",
     )
     assert denied.sandbox_denied == "workspace-write"
+
+
+@pytest.mark.parametrize("name", [".claude", ".codex"])
+def test_hook_folders_are_protected_like_git_whether_or_not_they_exist(name: str) -> None:
+    policy = SandboxPolicy(workspace=Path("/w"))
+    assert not policy.check(f"/w/{name}/hooks/guard.sh", "write").allowed
+    assert not policy.check(f"/w/{name}", "write").allowed
+    assert not policy.check(f"/w/sub/{name}/settings.json", "write").allowed
+    assert policy.check(f"/w/{name}/hooks/guard.sh", "read").allowed
+
+
+def test_protected_paths_of_the_workspace_stay_read_only() -> None:
+    policy = SandboxPolicy(workspace=Path("/w"), protected_paths=("scripts/hook.sh", "./bin"))
+    assert policy.protected_paths == ("scripts/hook.sh", "bin")
+    assert policy.workspace_protected_paths == (Path("/w/scripts/hook.sh"), Path("/w/bin"))
+    decision = policy.check("/w/scripts/hook.sh", "write")
+    assert not decision.allowed
+    assert decision.reason == "protected path /w/scripts/hook.sh: /w/scripts/hook.sh"
+    assert not policy.check("/w/bin/tool", "write").allowed
+    assert policy.check("/w/scripts/other.sh", "write").allowed
+    assert SandboxPolicy(protected_paths=("x",)).workspace_protected_paths == ()
+
+
+@pytest.mark.parametrize(
+    ("value", "field"),
+    [
+        ("scripts/hook.sh", "protected_paths"),
+        (("/abs/hook.sh",), "protected_paths[0]"),
+        (("../outside.sh",), "protected_paths[0]"),
+        (("a/../..",), "protected_paths[0]"),
+        ((".",), "protected_paths[0]"),
+        (("",), "protected_paths[0]"),
+        ((3,), "protected_paths[0]"),
+    ],
+)
+def test_bad_protected_paths_are_refused_naming_the_entry(value: object, field: str) -> None:
+    with pytest.raises(ShellValueError) as caught:
+        SandboxPolicy(protected_paths=value)  # type: ignore[arg-type]
+    assert caught.value.name == field

@@ -25,7 +25,8 @@ class LocalBashConfig:
       waiting for pipes after the shell exits;
     - ``spill_dir``: where the private (0700) spill directory is created (default: the
       system temp directory);
-    - ``shell``: the program run as ``<shell> -c <command>`` (looked up on ``PATH``).
+    - ``shell``: the program run as ``<shell> -c <command>`` (a path, or a name looked up
+      once in the absolute ``PATH`` entries when the executor is built).
 
     Invalid values raise `ShellValueError` naming ``config.<field>``.
     """

@@ -24,8 +24,10 @@ from dsh_shell import (
     ShellCancelledError,
     ShellExecRequest,
     ShellExecSpec,
+    ShellNotFoundError,
     ShellRunResult,
     compose_child_environment,
+    find_program,
     resolve_request,
 )
 
@@ -54,10 +56,18 @@ class LocalBashExecutor:
     It does not confine commands: a spec whose ``sandbox`` policy is not
     ``danger-full-access`` raises `SandboxUnavailableError` from `run` and `start` (nothing is
     started); wrap it in dsh-bash-sandbox's ``SandboxExecutor`` to confine them.
+
+    The shell (``config.shell``) is found once, when the executor is built, and kept as the
+    absolute `shell_path`: a ``bash`` a command drops into a ``PATH`` folder later is never
+    run in its place, and relative or empty ``PATH`` entries are never searched
+    (`dsh_shell.find_program`). Not found, every ``run`` and ``start`` raises
+    `ShellNotFoundError`.
     """
 
     def __init__(self, config: LocalBashConfig | None = None) -> None:
         self.config = config if config is not None else LocalBashConfig()
+        self.shell_path: str | None = find_program(self.config.shell)
+        """The absolute path of the shell every command runs in (``None``: not found)."""
         self._spill = SpillFiles(self.config.spill_dir)
         self._running_groups: set[int] = set()
         self._processes: set[LocalShellProcess] = set()
@@ -82,8 +92,14 @@ class LocalBashExecutor:
     def _launch(
         self, spec: ShellExecSpec, stdout: OutputCollector, stderr: OutputCollector
     ) -> Launch:
+        if self.shell_path is None:
+            raise ShellNotFoundError(
+                self.config.shell,
+                "not found in the absolute entries of PATH when the executor was built "
+                "(relative and empty entries are never searched); name it by absolute path",
+            )
         return Launch(
-            shell=self.config.shell,
+            shell=self.shell_path,
             command=spec.command,
             workdir=spec.workdir,
             env=compose_child_environment(os.environ, env=spec.env, dsh_env=spec.dsh_env),

@@ -32,6 +32,7 @@ from dsh_shell._namespace import (
     validate_dsh_key,
     validate_ordinary_env,
 )
+from dsh_shell._programs import find_program, program_inside
 from dsh_shell._render import (
     NO_NEW_OUTPUT,
     NO_OUTPUT,
@@ -112,12 +113,14 @@ __all__ = [
     "compose_child_environment",
     "default_denied_paths",
     "exit_code_marker",
+    "find_program",
     "is_credential_name",
     "is_dsh_key",
     "lossy_notice",
     "merge_streams",
     "parse_exit_status",
     "process_outcome",
+    "program_inside",
     "render_process_read",
     "render_result",
     "resolve_request",

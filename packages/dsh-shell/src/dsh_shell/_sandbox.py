@@ -26,8 +26,10 @@ SandboxAccess: TypeAlias = Literal["read", "write"]
 
 _ACCESSES: Final[tuple[SandboxAccess, ...]] = get_args(SandboxAccess)
 
-DEFAULT_PROTECTED_NAMES: Final[tuple[str, ...]] = (".git", ".dsh")
-"""Path components that stay read-only inside every writable root."""
+DEFAULT_PROTECTED_NAMES: Final[tuple[str, ...]] = (".git", ".dsh", ".claude", ".codex")
+"""Path components that stay read-only inside every writable root: the repository (its hooks
+and config run code), the DSH home, and the Claude Code and Codex folders (their hook scripts
+and settings run unconfined)."""
 
 DEFAULT_DENIED_READ: Final[tuple[str, ...]] = (
     "~/.ssh",
@@ -91,6 +93,8 @@ class SandboxPolicy:
     - ``read_only_paths``: readable, never writable, even inside a writable root (the DSH home);
     - ``protected_names``: path components (``.git``, ``.dsh``) that stay read-only inside a
       writable root, at any depth below it;
+    - ``protected_paths``: paths relative to ``workspace`` that stay read-only whether or not
+      they exist yet (the scripts configured hooks run, which run unconfined); no ``..``;
     - ``denied_paths``: neither readable nor writable (composition passes
       `default_denied_paths`);
     - ``network``: whether a confined command may use the network (off by default).
@@ -108,6 +112,7 @@ class SandboxPolicy:
     protected_names: tuple[str, ...] = DEFAULT_PROTECTED_NAMES
     denied_paths: tuple[Path, ...] = ()
     network: bool = False
+    protected_paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _mode_rank("mode", self.mode)
@@ -124,6 +129,7 @@ class SandboxPolicy:
             if not isinstance(item, str) or item in ("", ".", "..") or "/" in item or "\0" in item:
                 raise ShellValueError(f"protected_names[{index}]", item, "a single path component")
         object.__setattr__(self, "protected_names", tuple(names))
+        object.__setattr__(self, "protected_paths", _relative_paths(self.protected_paths))
         if not isinstance(self.network, bool):
             raise ShellValueError("network", self.network, "True or False")
 
@@ -132,6 +138,13 @@ class SandboxPolicy:
         """The writable roots of ``workspace-write``: workspace, temp_dir, writable_roots."""
         first = tuple(p for p in (self.workspace, self.temp_dir) if p is not None)
         return first + self.writable_roots
+
+    @property
+    def workspace_protected_paths(self) -> tuple[Path, ...]:
+        """``protected_paths`` under ``workspace``, absolute (none without a workspace)."""
+        if self.workspace is None:
+            return ()
+        return tuple(self.workspace / relative for relative in self.protected_paths)
 
     def widened(self, mode: SandboxMode) -> SandboxPolicy:
         """A copy under the wider ``mode``; `ShellValueError` unless `sandbox_widens`."""
@@ -149,7 +162,8 @@ class SandboxPolicy:
         order: ``danger-full-access`` allows everything; a denied path refuses read and write;
         reads are otherwise allowed; ``read-only`` refuses every write outside ``temp_dir``;
         ``workspace-write`` allows a write under a writable root unless it lies under a
-        read-only path or under a protected name inside that root.
+        read-only path, under a protected name inside that root, or under a protected path of
+        the workspace.
         """
         if access not in _ACCESSES:
             raise ShellValueError("access", access, "'read' or 'write'")
@@ -177,6 +191,9 @@ class SandboxPolicy:
             for part in target.relative_to(root).parts:
                 if part in self.protected_names:
                     return SandboxDecision(False, f"protected name {part}: {target}")
+        for protected in self.workspace_protected_paths:
+            if _is_within(target, protected):
+                return SandboxDecision(False, f"protected path {protected}: {target}")
         return SandboxDecision(True, f"write under the writable root {containing[0]}: {target}")
 
 
@@ -199,6 +216,23 @@ def _absolute_paths(name: str, values: object) -> tuple[Path, ...]:
     if isinstance(values, str | bytes | os.PathLike) or not isinstance(values, tuple | list):
         raise ShellValueError(name, values, "a tuple of absolute paths")
     return tuple(_absolute(f"{name}[{index}]", item) for index, item in enumerate(values))
+
+
+def _relative_paths(values: object) -> tuple[str, ...]:
+    if isinstance(values, str | bytes | os.PathLike) or not isinstance(values, tuple | list):
+        raise ShellValueError("protected_paths", values, "a tuple of relative paths")
+    found: list[str] = []
+    for index, item in enumerate(values):
+        raw = os.fspath(item) if isinstance(item, str | os.PathLike) else item
+        if not isinstance(raw, str) or not raw or "\0" in raw or os.path.isabs(raw):
+            raise ShellValueError(f"protected_paths[{index}]", item, "a relative path")
+        normal = os.path.normpath(raw)
+        if normal == "." or normal == ".." or normal.startswith("../"):
+            raise ShellValueError(
+                f"protected_paths[{index}]", item, "a relative path inside the workspace"
+            )
+        found.append(normal)
+    return tuple(dict.fromkeys(found))
 
 
 def _is_within(path: Path, root: Path) -> bool:

@@ -10,6 +10,7 @@ from dsh_shell.testing import (
     _clauses_env,
     _clauses_output,
     _clauses_run,
+    _clauses_sandbox,
 )
 from dsh_shell.testing._registry import Clause
 
@@ -22,6 +23,7 @@ CLAUSES: MappingProxyType[str, Clause] = MappingProxyType(
             _clauses_child,
             _clauses_output,
             _clauses_background,
+            _clauses_sandbox,
         )
         for c in module.group.clauses
     }

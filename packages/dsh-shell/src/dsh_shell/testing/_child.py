@@ -1,9 +1,11 @@
 """The child-process side of the ``child_process`` clauses (``python -m`` this module).
 
-``argv[1]`` is one JSON request — ``{"factory", "args", "command", "workdir", "timeout"}`` (not
-stdin: what the command inherits on stdin is what the clause looks at). The executor is rebuilt
-with ``factory(args)``, the command run once without stdin, and the result reported as one
-stdout line starting with ``MARK`` (so a chatty executor cannot confuse the parent).
+``argv[1]`` is one JSON request — ``{"factory", "args", "command", "workdir", "timeout"}`` and
+optionally ``"confine"`` (run under ``SandboxPolicy(workspace=workdir)``) — not stdin: what the
+command inherits on stdin is what the clause looks at. The executor is rebuilt with
+``factory(args)``, the command run once without stdin, and the result reported as one stdout
+line starting with ``MARK`` (so a chatty executor cannot confuse the parent); a `ShellError`
+is reported as ``{"error": <class name>, "message": ...}``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import json
 import sys
 from typing import Any
 
+from dsh_shell._errors import ShellError
 from dsh_shell._request import ShellExecRequest
+from dsh_shell._sandbox import SandboxPolicy
 
 MARK = "DSH-SHELL-CONTRACT "
 
@@ -42,13 +46,19 @@ async def _main(request: dict[str, Any]) -> dict[str, Any]:
     executor = load_factory(request["factory"])(request["args"])
     if inspect.isawaitable(executor):
         executor = await executor
+    sandbox = SandboxPolicy(workspace=request["workdir"]) if request.get("confine") else None
     try:
         spec = executor.resolve(
             ShellExecRequest(
-                request["command"], workdir=request["workdir"], timeout=request["timeout"]
+                request["command"],
+                workdir=request["workdir"],
+                timeout=request["timeout"],
+                sandbox=sandbox,
             )
         )
         result = await executor.run(spec)
+    except ShellError as error:
+        return {"error": type(error).__name__, "message": str(error)}
     finally:
         aclose = getattr(executor, "aclose", None)
         if aclose is not None and inspect.iscoroutinefunction(aclose):

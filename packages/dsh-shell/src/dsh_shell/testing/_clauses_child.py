@@ -26,15 +26,24 @@ clause = group.clause
 _PARENT_STDIN = b"line-from-the-parent-stdin\n"
 
 
-async def _run_in_child(ctx: ClauseContext, command: str, command_timeout: float) -> dict[str, Any]:
+async def run_in_child(
+    ctx: ClauseContext,
+    command: str,
+    command_timeout: float,
+    *,
+    cwd: str | None = None,
+    confine: bool = False,
+) -> dict[str, Any]:
     """Run ``command`` (no stdin) through the fixture's executor rebuilt in a child process
-    whose stdin is an open pipe holding ``_PARENT_STDIN``; return the child's report."""
+    whose stdin is an open pipe holding ``_PARENT_STDIN``; return the child's report. ``cwd``
+    is the child process's directory; ``confine`` runs it under a workspace-write policy."""
     request = {
         "factory": ctx.fixture.child_factory,
         "args": ctx.fixture.child_args,
         "command": command,
         "workdir": str(ctx.scratch),
         "timeout": command_timeout,
+        "confine": confine,
     }
     env = dict(os.environ)
     # The child sees the modules this process sees (a factory may live beside the tests).
@@ -49,6 +58,7 @@ async def _run_in_child(ctx: ClauseContext, command: str, command_timeout: float
             stdout=asyncio.subprocess.PIPE,
             stderr=stderr,
             env=env,
+            cwd=cwd,
         )
         assert child.stdin is not None
         assert child.stdout is not None
@@ -85,7 +95,7 @@ async def _run_in_child(ctx: ClauseContext, command: str, command_timeout: float
 async def stdin_is_not_inherited_from_the_executor_process(ctx: ClauseContext) -> None:
     """Without stdin a command reads /dev/null, even when the executor's own stdin is an open
     pipe with data in it: `cat` sees end-of-file at once, not the parent's line."""
-    report = await _run_in_child(ctx, "cat; echo done", command_timeout=ctx.safety_net / 2)
+    report = await run_in_child(ctx, "cat; echo done", command_timeout=ctx.safety_net / 2)
     stdout = report["stdout"]
     expect(
         _PARENT_STDIN.decode() not in stdout,
