@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -231,6 +232,45 @@ async def test_images_go_as_image_url_parts_for_users_and_are_named_in_tool_resu
         ],
     }
     assert body["messages"][2]["content"] == "Took it: [image omitted: image/png]"
+
+
+def users_alternate(messages: list[dict[str, Any]]) -> bool:
+    """The rule strict chat templates (Gemma-2, Mistral-Nemo) enforce on a conversation: never
+    two user messages in a row."""
+    roles = [m["role"] for m in messages]
+    return all(not (a == b == "user") for a, b in itertools.pairwise(roles))
+
+
+async def test_consecutive_user_messages_go_as_one_user_turn(provider: Any, wire: Any) -> None:
+    picture = ImageBlock(data="iVBORw0KGgo=", mime_type="image/png")
+    messages = [
+        UserMessage.from_text("<runtime-context>cwd: /work</runtime-context>"),
+        UserMessage.from_text("List the files."),
+        assistant(TextBlock(text="a.txt")),
+        UserMessage.from_text("And this?"),
+        UserMessage(content=[picture], source=UserSource()),
+        UserMessage.from_text(""),
+    ]
+    request = ModelRequest(provider="p", model="m", system="Be brief.", messages=messages)
+    body, _ = await send(provider, wire, request)
+    assert users_alternate(body["messages"])
+    assert body["messages"][:3] == [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": "<runtime-context>cwd: /work</runtime-context>\n\nList the files.",
+        },
+        {"role": "assistant", "content": "a.txt"},
+    ]
+    assert body["messages"][3] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "And this?"},
+            {"type": "text", "text": "\n\n"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        ],
+    }
+    assert len(body["messages"]) == 4
 
 
 async def test_an_image_stored_as_an_attachment_is_named_not_sent_as_broken_data(

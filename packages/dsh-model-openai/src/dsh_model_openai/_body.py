@@ -120,7 +120,40 @@ def _messages(request: ModelRequest, replay: ReasoningReplay) -> list[dict[str, 
                     "content": _tool_content(message),
                 }
             )
-    return wire
+    return _one_user_turn_each(wire)
+
+
+_USER_JOIN = "\n\n"
+
+
+def _as_parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def _one_user_turn_each(wire: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive user messages as one user message (texts joined by a blank line).
+
+    Strict chat templates (Gemma, Mistral) refuse two user messages in a row ("Conversation roles
+    must alternate"), and small models answer the last one as if it were the question. The log
+    keeps each message as it was; only the wire merges them.
+    """
+    merged: list[dict[str, Any]] = []
+    for entry in wire:
+        previous = merged[-1] if merged else None
+        if previous is None or entry["role"] != "user" or previous["role"] != "user":
+            merged.append(entry)
+            continue
+        before, after = previous["content"], entry["content"]
+        content: str | list[dict[str, Any]]
+        if not after or not before:  # an empty message adds nothing
+            content = before or after
+        elif isinstance(before, str) and isinstance(after, str):
+            content = f"{before}{_USER_JOIN}{after}"
+        else:
+            separator = [{"type": "text", "text": _USER_JOIN}]
+            content = [*_as_parts(before), *separator, *_as_parts(after)]
+        merged[-1] = {"role": "user", "content": content}
+    return merged
 
 
 def encode_request(
