@@ -140,17 +140,19 @@ async def test_an_escalation_without_an_approval_channel_runs_nothing(
 
 
 @pytest.mark.parametrize(
-    "arguments",
+    ("arguments", "says"),
     [
-        {"sandbox_permissions": "danger-full-access"},
-        {"justification": "Because."},
-        {"sandbox_permissions": "danger-full-access", "justification": "  "},
-        {"sandbox_permissions": "root", "justification": "Because."},
+        ({"sandbox_permissions": "danger-full-access"},
+         "sandbox_permissions was given without justification"),
+        ({"justification": "Because."}, "justification was given without sandbox_permissions"),
+        ({"sandbox_permissions": "danger-full-access", "justification": "  "},
+         "justification must be a non-empty sentence"),
+        ({"sandbox_permissions": "root", "justification": "Because."}, "sandbox_permissions"),
     ],
     ids=["permissions-alone", "justification-alone", "blank-justification", "unknown-mode"],
-)
+)  # fmt: skip
 async def test_escalation_arguments_come_together_and_well_formed(
-    sandboxed: BashTool, executor: Any, caller: Any, arguments: dict[str, Any]
+    sandboxed: BashTool, executor: Any, caller: Any, arguments: dict[str, Any], says: str
 ) -> None:
     approver = Approver()
     result = await _call(
@@ -159,6 +161,7 @@ async def test_escalation_arguments_come_together_and_well_formed(
     assert result.is_error
     assert result.error is not None
     assert result.error.code == "INVALID_ARGS"
+    assert says in result.text  # the message names what is missing, not the opposite
     assert approver.asked == []
     assert executor.requests == []
 

@@ -173,6 +173,10 @@ async def test_escalation_arguments_are_checked(world: World) -> None:
         "read", file_path="notes.txt", sandbox_permissions="danger-full-access"
     )
     assert code(alone) == "INVALID_ARGS"
+    assert "sandbox_permissions was given without justification" in alone.text
+    reason_alone = await tools.call("read", file_path="notes.txt", justification="Because.")
+    assert code(reason_alone) == "INVALID_ARGS"
+    assert "justification was given without sandbox_permissions" in reason_alone.text
     narrowing = await tools.call(
         "read",
         file_path="notes.txt",

@@ -70,8 +70,16 @@ class EscalationArgs(BaseModel):
 
     @model_validator(mode="after")
     def _together(self) -> EscalationArgs:
-        if (self.sandbox_permissions is None) != (self.justification is None):
-            raise ValueError("sandbox_permissions and justification are given together")
+        if self.sandbox_permissions is not None and self.justification is None:
+            raise ValueError(
+                "sandbox_permissions was given without justification: give both (a wider "
+                "sandbox and one sentence why) or neither"
+            )
+        if self.justification is not None and self.sandbox_permissions is None:
+            raise ValueError(
+                "justification was given without sandbox_permissions: give both (a wider "
+                "sandbox and one sentence why) or neither"
+            )
         if self.justification is not None and not self.justification.strip():
             raise ValueError("justification must be a non-empty sentence")
         return self
