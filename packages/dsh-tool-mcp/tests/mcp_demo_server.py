@@ -4,25 +4,35 @@
 Tools: ``echo``, ``env``, ``header``, ``pid``, ``fail`` (an ``isError`` result), ``image``,
 ``weather`` (structured, with the SDK's JSON text), ``structured_only`` (structured, no
 content), ``block`` (signals its start through a file, then waits until cancelled, recording
-the cancellation in another file), ``die`` (the process exits during the call).
+the cancellation in another file), ``die`` (the process exits during the call), ``refuse``
+(answers with a JSON-RPC error of the given code), ``count`` (a counter kept by the process),
+``garble`` (writes invalid UTF-8 lines to the protocol's stdout before answering), ``spawn``
+(starts a child process that outlives the call; with ``detach`` its stdio is /dev/null,
+otherwise it holds the protocol's stdout), ``chatter`` (writes KiB of lines to stderr).
 With ``DEMO_COLLIDING_TOOLS=1`` it also has ``get.item`` and ``get_item``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 
 server = MCPServer("demo", log_level="WARNING")
+
+# The protocol's stdout, kept before the SDK's stdio server diverts fd 1 to stderr.
+WIRE = os.dup(1)
 
 
 @server.tool()
@@ -100,6 +110,54 @@ def die() -> str:
     """Exit the server process in the middle of the call."""
     sys.stdout.flush()
     os._exit(3)
+
+
+@server.tool()
+def refuse(code: int, message: str) -> str:
+    """Answer the call with a JSON-RPC error: CODE and MESSAGE."""
+    raise MCPError(code, message)
+
+
+_COUNTER = itertools.count(1)
+
+
+@server.tool()
+def count() -> int:
+    """1 on the first call, then 2, 3, ... (kept by this process)."""
+    return next(_COUNTER)
+
+
+@server.tool()
+def garble(text: str) -> str:
+    """Write lines with invalid UTF-8 to stdout (one of them a JSON-RPC notification with an
+    invalid byte in a string), then answer with TEXT."""
+    os.write(WIRE, b"\xff\xfe\x80 not even json \xc3\x28\n")
+    notification = b'{"jsonrpc": "2.0", "method": "notifications/message", '
+    notification += b'"params": {"level": "info", "data": "bad \xff byte"}}\n'
+    os.write(WIRE, notification)
+    return text
+
+
+@server.tool()
+def spawn(detach: bool) -> int:
+    """Start a child process that sleeps for a long time; answer with its pid. Unless
+    DETACH, it holds the protocol's stdout and the server's stderr open."""
+    if detach:
+        where = subprocess.DEVNULL
+        child = subprocess.Popen(["sleep", "1000"], stdin=where, stdout=where, stderr=where)
+    else:
+        child = subprocess.Popen(["sleep", "1000"], stdout=WIRE, pass_fds=(WIRE,))
+    return child.pid
+
+
+@server.tool()
+def chatter(kib: int) -> str:
+    """Write KIB KiB of lines to stderr."""
+    line = "chatter " + "x" * 1015 + "\n"  # 1 KiB with the newline
+    for _ in range(kib):
+        sys.stderr.write(line)
+    sys.stderr.flush()
+    return "done"
 
 
 if os.environ.get("DEMO_COLLIDING_TOOLS") == "1":

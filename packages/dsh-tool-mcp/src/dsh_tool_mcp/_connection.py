@@ -13,27 +13,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from importlib import metadata
 from types import TracebackType
-from typing import Any, Protocol, Self, TextIO, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
+import anyio
 import httpx2
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from dsh_tool_mcp._config import EnvRef, HttpServer, ServerConfig, StdioServer, resolve_values
 from dsh_tool_mcp._content import to_tool_result
 from dsh_tool_mcp._errors import McpCallError, McpConfigError
+from dsh_tool_mcp._log import ServerLines, TextSink, TextStreamSink
 from dsh_tool_mcp._status import McpServerStatus, ServerState
+from dsh_tool_mcp._stdio import stdio_transport
 from dsh_tools import ToolResult
 
 __all__ = ["ServerConnection", "describe_error"]
 
+_T = TypeVar("_T")
 _T_co = TypeVar("_T_co", covariant=True)
 
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults: SSE streams stay open
@@ -59,6 +62,24 @@ def _leaf(error: BaseException) -> BaseException:
         leaves = [e for e in error.exceptions if not isinstance(e, asyncio.CancelledError)]
         error = (leaves or list(error.exceptions))[0]
     return error
+
+
+class _Expired(Exception):
+    """Our own clock ran out (never the SDK's: no request is sent with an SDK timeout, so a
+    -32001 error is always the server's own answer)."""
+
+
+async def _within(seconds: float, awaitable: Awaitable[_T]) -> _T:
+    """``await awaitable``, raising ``_Expired`` when ``seconds`` pass first (the request is
+    then abandoned, and the SDK tells the server to cancel it)."""
+    clock = asyncio.timeout(seconds)
+    try:
+        async with clock:
+            return await awaitable
+    except Exception:
+        if clock.expired():
+            raise _Expired from None
+        raise
 
 
 def describe_error(error: BaseException, secrets: tuple[str, ...] = ()) -> str:
@@ -133,11 +154,55 @@ class _WatchedStream:
         await self.aclose()
 
 
-async def _list_tools(session: ClientSession) -> tuple[types.Tool, ...]:
+class _WatchedSend:
+    """The transport's write stream, calling ``on_end`` once a write finds it closed or
+    broken: the connection is gone even before the read side has noticed."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def send(self, item: Any, /) -> None:
+        try:
+            await self._inner.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+@dataclass(frozen=True)
+class _Link:
+    """One connection (one runner generation): its session, the event set once its transport
+    ended (read stream over, write refused), and the runner task that owns it."""
+
+    session: ClientSession
+    ended: asyncio.Event
+    runner: asyncio.Task[None]
+
+    def lost(self) -> bool:
+        """Whether the transport is gone (ended, or its runner finished)."""
+        return self.ended.is_set() or self.runner.done()
+
+
+async def _list_tools(session: ClientSession, seconds: float) -> tuple[types.Tool, ...]:
     tools: list[types.Tool] = []
     params: types.PaginatedRequestParams | None = None
     for _ in range(_MAX_TOOL_PAGES):
-        page = await session.list_tools(params=params)
+        page = await _within(seconds, session.list_tools(params=params))
         tools.extend(page.tools)
         if not page.next_cursor:
             return tuple(tools)
@@ -155,6 +220,14 @@ def _session_expired(error: MCPError) -> bool:
 class ServerConnection:
     """One configured server: ``start()``, ``call(tool, arguments)``, ``status()``, ``aclose()``.
 
+    What a failed call means is decided by the exception and the transport's state, never by
+    an error code: an error answer (any JSON-RPC code, -32000 and -32001 included) while the
+    transport is up is the server refusing the call, and the connection stays; our own clock
+    running out is a timeout (the SDK is given no timeout of its own); the transport ending
+    (read stream over, a write refused, the runner gone) is a lost connection. Over HTTP, where
+    the transport answers for a response stream that broke, an error answer is confirmed by a
+    ``ping`` before it is taken as the server's.
+
     Restart rule: a call that finds the server not running (its start failed, or its
     connection was lost) starts it again first, once for that call; when that start fails too,
     the call is an ``MCP_SERVER_UNAVAILABLE`` error result. A call under way when the
@@ -171,16 +244,16 @@ class ServerConnection:
         config: ServerConfig,
         *,
         environ: Mapping[str, str] | None = None,
-        errlog: TextIO | None = None,
+        log: TextSink | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self._environ = environ
-        self._errlog = errlog
+        self._log: TextSink = log if log is not None else TextStreamSink(None)
         self._state: ServerState = "closed"
         self._error: str | None = None
         self._tools: tuple[types.Tool, ...] = ()
-        self._session: ClientSession | None = None
+        self._link: _Link | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
         self._generation = 0
@@ -223,7 +296,8 @@ class ServerConnection:
                 await self._launch()
 
     async def aclose(self) -> None:
-        """Disconnect (stopping a stdio server's process) for good; later calls are refused."""
+        """Disconnect for good (a stdio server's whole process group is killed); later calls
+        are refused."""
         self._closed = True
         task = self._task
         if task is not None and not task.done():
@@ -233,7 +307,7 @@ class ServerConnection:
             elif self._wake is not None:
                 self._wake.set()
             await asyncio.wait({task})
-        self._task, self._session, self._wake = None, None, None
+        self._task, self._link, self._wake = None, None, None
         self._state, self._error = "closed", None
 
     async def _launch(self) -> None:
@@ -277,29 +351,37 @@ class ServerConnection:
         secrets: list[str] = []
         state: ServerState = "closed"
         error: str | None = None
+        ended = asyncio.Event()
+        runner = asyncio.current_task()
+        assert runner is not None
 
         def current() -> bool:
             return generation == self._generation
+
+        def transport_ended() -> None:
+            ended.set()
+            wake.set()
 
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._open(stack, secrets)
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _WatchedStream(read, wake.set),
-                        write,
-                        read_timeout_seconds=self.config.startup_timeout,
+                        _WatchedStream(read, transport_ended),
+                        _WatchedSend(write, transport_ended),
                         client_info=_client_info(),
                     )
                 )
-                await session.initialize()
-                tools = await _list_tools(session)
+                seconds = self.config.startup_timeout
+                await _within(seconds, session.initialize())
+                tools = await _list_tools(session, seconds)
                 if current():
-                    self._session, self._tools, self._state = session, tools, "running"
+                    self._link = _Link(session, ended, runner)
+                    self._tools, self._state = tools, "running"
                 ready.set()
                 await wake.wait()
                 if current():
-                    self._session = None
+                    self._link = None
                 if not self._stopping:
                     raise ConnectionError("the server closed the connection")
         except asyncio.CancelledError:
@@ -312,13 +394,14 @@ class ServerConnection:
                 # Refused connection: the request that found it out never reached the server.
                 self._unreached = isinstance(_leaf(failure), httpx2.ConnectError)
         finally:
+            ended.set()
             if current():
-                self._session = None
+                self._link = None
                 self._state, self._error = state, error
             ready.set()
 
     def _describe_failure(self, failure: Exception, secrets: tuple[str, ...]) -> str:
-        if isinstance(failure, MCPError) and failure.error.code == types.REQUEST_TIMEOUT:
+        if isinstance(_leaf(failure), _Expired):
             seconds = _seconds(self.config.startup_timeout)
             return f"no answer at start within {seconds} seconds (startup_timeout)"
         return describe_error(failure, secrets)
@@ -332,11 +415,17 @@ class ServerConnection:
             secrets.extend(
                 env[key] for key, value in config.env.items() if isinstance(value, EnvRef)
             )
-            params = StdioServerParameters(
-                command=config.command, args=list(config.args), env=env or None, cwd=config.cwd
+            lines = ServerLines(self.name, self._log)
+            stack.callback(lines.close)  # after the transport: its last lines are in
+            return await stack.enter_async_context(
+                stdio_transport(
+                    config.command,
+                    list(config.args),
+                    env=env,
+                    cwd=config.cwd,
+                    on_stderr=lines.feed,
+                )
             )
-            errlog = self._errlog if self._errlog is not None else sys.stderr
-            return await stack.enter_async_context(stdio_client(params, errlog=errlog))
         headers = resolve_values(self.name, "headers", config.headers, environ)
         secrets.extend(
             headers[key] for key, value in config.headers.items() if isinstance(value, EnvRef)
@@ -350,79 +439,106 @@ class ServerConnection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call ``tool`` with ``arguments``; failures raise ``McpCallError`` (see the class
-        docstring for the restart rule). Cancelling the calling task cancels the request on the
-        server and leaves the connection usable."""
+        docstring for what each failure means and the restart rule). Cancelling the calling
+        task cancels the request on the server and leaves the connection usable."""
         restarted = False
         while True:
-            session, fresh = await self._session_for(tool, may_restart=not restarted)
+            link, fresh = await self._link_for(tool, may_restart=not restarted)
             restarted = restarted or fresh
             try:
-                result = await session.call_tool(
-                    tool, arguments, read_timeout_seconds=self.config.timeout
-                )
-            except MCPError as error:
-                expired = isinstance(self.config, HttpServer) and _session_expired(error)
-                if error.error.code == types.CONNECTION_CLOSED or expired:
-                    await self._settle()
-                    if self._closed:
-                        raise self._closed_error(tool) from None
-                    if (expired or self._unreached) and not restarted:
-                        continue  # the server never saw the call: reconnect and send it again
-                    why = f" ({self._error})" if self._error else ""
-                    raise McpCallError(
-                        self.name,
-                        tool,
-                        f"the connection to the server was lost during the call{why}; the "
-                        "server is restarted on the next call",
-                        code="MCP_CONNECTION_LOST",
-                    ) from None
-                if error.error.code == types.REQUEST_TIMEOUT:
-                    raise McpCallError(
-                        self.name,
-                        tool,
-                        f"timed out after {_seconds(self.config.timeout)} seconds (the "
-                        "server's timeout); the call was cancelled",
-                        code="MCP_TIMEOUT",
-                    ) from None
+                result = await _within(self.config.timeout, link.session.call_tool(tool, arguments))
+            except _Expired:
                 raise McpCallError(
                     self.name,
                     tool,
-                    f"the server refused the call: {describe_error(error)}",
-                    code="MCP_PROTOCOL_ERROR",
+                    f"timed out after {_seconds(self.config.timeout)} seconds (the "
+                    "server's timeout); the call was cancelled",
+                    code="MCP_TIMEOUT",
                 ) from None
-            except Exception as error:  # a result that does not validate, input required, …
-                raise McpCallError(
-                    self.name,
-                    tool,
-                    f"the server's answer is unusable: {describe_error(error)}",
-                    code="MCP_PROTOCOL_ERROR",
-                ) from None
+            except Exception as error:
+                failure = await self._failure(tool, error, link, restarted=restarted)
+                if failure is None:
+                    continue  # the server never saw the call: reconnect and send it again
+                raise failure from None
             return to_tool_result(self.name, tool, result)
 
-    def _usable(self) -> ClientSession | None:
-        session, wake = self._session, self._wake
-        if self._state == "running" and session is not None and not (wake and wake.is_set()):
-            return session
+    async def _failure(
+        self, tool: str, error: Exception, link: _Link, *, restarted: bool
+    ) -> McpCallError | None:
+        """What a failed call is: the ``McpCallError`` to answer, or None to send the call
+        again (the server provably never saw it, and it has not been restarted for it yet)."""
+        answer = error if isinstance(error, MCPError) else None
+        http = isinstance(self.config, HttpServer)
+        expired = answer is not None and http and _session_expired(answer)
+        lost, probed = link.lost(), False
+        if answer is not None and http and not lost and not expired:
+            # The HTTP transport answers for a response stream that broke: ask the server.
+            lost, probed = not await self._answers_ping(link), True
+        if expired or lost:
+            await self._settle()
+            if self._closed:
+                return self._closed_error(tool)
+            unreached = self._unreached and not probed
+            if (expired or unreached) and not restarted:
+                return None
+            why = f" ({self._error})" if self._error else ""
+            return McpCallError(
+                self.name,
+                tool,
+                f"the connection to the server was lost during the call{why}; the "
+                "server is restarted on the next call",
+                code="MCP_CONNECTION_LOST",
+            )
+        if self._closed:
+            return self._closed_error(tool)
+        if answer is not None:
+            return McpCallError(
+                self.name,
+                tool,
+                f"the server refused the call: {describe_error(answer)}",
+                code="MCP_PROTOCOL_ERROR",
+            )
+        return McpCallError(  # a result that does not validate, input required, …
+            self.name,
+            tool,
+            f"the server's answer is unusable: {describe_error(error)}",
+            code="MCP_PROTOCOL_ERROR",
+        )
+
+    async def _answers_ping(self, link: _Link) -> bool:
+        """Whether the server still answers on this connection (any answer counts)."""
+        try:
+            await _within(self.config.startup_timeout, link.session.send_ping())
+        except MCPError:
+            pass  # an answer, unless the transport ended (checked below)
+        except Exception:
+            return False
+        return not link.lost()
+
+    def _usable(self) -> _Link | None:
+        link, wake = self._link, self._wake
+        if self._state == "running" and link is not None and not (wake and wake.is_set()):
+            return link
         return None
 
-    async def _session_for(self, tool: str, *, may_restart: bool) -> tuple[ClientSession, bool]:
-        """The running session, starting the server first (once) when it is not running."""
+    async def _link_for(self, tool: str, *, may_restart: bool) -> tuple[_Link, bool]:
+        """The running connection, starting the server first (once) when it is not running."""
         if self._closed:
             raise self._closed_error(tool)
-        session = self._usable()
-        if session is not None:
-            return session, False
+        link = self._usable()
+        if link is not None:
+            return link, False
         async with self._lock:
             if self._closed:
                 raise self._closed_error(tool)
-            session = self._usable()
-            if session is not None:
-                return session, False
+            link = self._usable()
+            if link is not None:
+                return link, False
             if may_restart:
                 await self._launch()
-                session = self._usable()
-                if session is not None:
-                    return session, True
+                link = self._usable()
+                if link is not None:
+                    return link, True
             if self._closed:
                 raise self._closed_error(tool)
         why = f" ({self._error})" if self._error else ""

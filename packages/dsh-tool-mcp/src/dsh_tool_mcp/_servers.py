@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
 from dsh_tool_mcp._config import McpConfig
 from dsh_tool_mcp._errors import McpToolNameError
+from dsh_tool_mcp._log import DEFAULT_LOG_MAX_BYTES, RotatingLogFile, TextSink, TextStreamSink
 from dsh_tool_mcp._names import MAX_TOOL_NAME_LENGTH, mcp_tool_name
 from dsh_tool_mcp._status import McpServerStatus
 from dsh_tool_mcp._tool import McpTool
@@ -25,13 +27,19 @@ class McpServers:
 
     ``config`` is an ``McpConfig`` or the mapping it validates (``{"servers": {name: table}}``;
     a bad one raises ``McpConfigError``). ``environ`` is where ``{env = "NAME"}`` values are
-    read at each start (default ``os.environ``); ``errlog`` receives stdio servers' stderr
-    (default ``sys.stderr``; it must have a file descriptor).
+    read at each start (default ``os.environ``).
+
+    What stdio servers write on stderr goes, line by line as ``[<server>] <line>``, to
+    ``log_file`` when given — a file rotated to ``<log_file>.1`` (replacing an older one)
+    before it would grow past ``log_max_bytes`` (default ``DEFAULT_LOG_MAX_BYTES``, 10 MiB;
+    at least 64 KiB), so it never holds more than twice that — or else to the text stream
+    ``errlog`` (default ``sys.stderr``; never closed here). Giving both, or a cap under
+    64 KiB, raises ``ValueError``.
 
     ``await start()`` (or ``async with``) starts every server concurrently and lists its tools;
     a server that fails is reported by ``status()``, never raised, so the agent keeps running.
     ``register(registry)`` then offers each listed tool as ``mcp__<server>__<tool>``.
-    ``await aclose()`` stops them all (stdio processes included).
+    ``await aclose()`` stops them all (each stdio server's process group included).
     """
 
     def __init__(
@@ -40,15 +48,24 @@ class McpServers:
         *,
         environ: Mapping[str, str] | None = None,
         errlog: TextIO | None = None,
+        log_file: str | os.PathLike[str] | None = None,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
     ) -> None:
         self.config = config if isinstance(config, McpConfig) else McpConfig.model_validate(config)
+        if errlog is not None and log_file is not None:
+            raise ValueError("give errlog (a text stream) or log_file (a path), not both")
+        self._log: TextSink = (
+            TextStreamSink(errlog)
+            if log_file is None
+            else RotatingLogFile(log_file, max_bytes=log_max_bytes)
+        )
         self._connections: dict[str, ServerConnection] = {}
         if not self.config.servers:
             return  # no server: the MCP SDK is never imported (the dsh command starts faster)
         from dsh_tool_mcp._connection import ServerConnection
 
         self._connections = {
-            name: ServerConnection(name, server, environ=environ, errlog=errlog)
+            name: ServerConnection(name, server, environ=environ, log=self._log)
             for name, server in self.config.servers.items()
         }
 
@@ -61,8 +78,14 @@ class McpServers:
         await asyncio.gather(*(connection.start() for connection in self._connections.values()))
 
     async def aclose(self) -> None:
-        """Stop every server; calls made afterwards are ``MCP_SERVER_CLOSED`` error results."""
-        await asyncio.gather(*(connection.aclose() for connection in self._connections.values()))
+        """Stop every server (each stdio server's whole process group is killed) and close the
+        log file; calls made afterwards are ``MCP_SERVER_CLOSED`` error results."""
+        try:
+            await asyncio.gather(
+                *(connection.aclose() for connection in self._connections.values())
+            )
+        finally:
+            self._log.close()
 
     async def __aenter__(self) -> Self:
         await self.start()
