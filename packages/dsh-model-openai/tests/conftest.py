@@ -164,6 +164,9 @@ class FakeProvider:
         self.stopping = threading.Event()
         self.connections = 0
         self.url = ""
+        self.routes: dict[tuple[str, str], Reply] = {}
+        """Fixed answers by (method, path) for the server's other routes (``/v1/models``,
+        ``/props``, ``/api/show``); everything else that is not routed is a 404."""
         self._lock = threading.Lock()
 
     def reply(self, *replies: Reply) -> None:
@@ -183,6 +186,17 @@ class FakeProvider:
                 content_type="application/json",
             )
         )
+
+    def route(self, method: str, path: str, status: int, body: Any) -> None:
+        """Answer every ``method path`` with ``status`` and the JSON ``body``."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.routes[(method, path)] = Reply(
+            status=status, pieces=[raw], content_type="application/json"
+        )
+
+    def asked(self, method: str, path: str) -> int:
+        """How many ``method path`` requests arrived."""
+        return sum(1 for r in self.requests if (r.method, r.path) == (method, path))
 
     def take(self) -> Reply | None:
         with self._lock:
@@ -231,20 +245,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
         self.wfile.flush()
 
-    def do_POST(self) -> None:
+    def do_GET(self) -> None:
+        self.do_POST(method="GET")
+
+    def do_POST(self, method: str = "POST") -> None:
         provider = self.server.provider
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         provider.requests.append(
             Received(
-                method="POST",
+                method=method,
                 path=self.path,
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
                 client_port=self.client_address[1],
             )
         )
-        reply = provider.take() or Reply(status=500, pieces=[b'{"error":"no scripted reply"}'])
+        routed = provider.routes.get((method, self.path))
+        if routed is None and not self.path.endswith("/chat/completions"):
+            routed = Reply(status=404, pieces=[b'{"error":"not found"}'])
+        reply = (
+            routed
+            or provider.take()
+            or Reply(status=500, pieces=[b'{"error":"no scripted reply"}'])
+        )
         if reply.hang_before_headers:
             self._wait(None)
             self.close_connection = True

@@ -15,6 +15,16 @@ from pydantic_core import from_json
 
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_model_openai._body import REASONING_REPLAYS, ReasoningReplay, encode_request
+from dsh_model_openai._discover import (
+    ServerQueryError,
+    models_url,
+    ollama_window,
+    props_window,
+    read_answer,
+    served_model_ids,
+    server_root,
+    window_from_models,
+)
 from dsh_model_openai._failures import StreamFailure, status_failure, transport_failure
 from dsh_model_openai._sse import DONE, SseDecoder
 from dsh_model_openai._translate import Translator
@@ -24,6 +34,7 @@ __all__ = ["OpenAICompatibleModel"]
 _ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_AFTER_DONE = 0.5  # seconds to wait for the body's end after [DONE], to keep the connection
 _REDACTED = "<redacted>"
+_DISCOVERY_READ_TIMEOUT = 10.0  # seconds: a server's self-description is small and quick
 
 
 class _Secret:
@@ -78,8 +89,10 @@ class OpenAICompatibleModel:
     added to every request body that the request's own fields override (DeepSeek's
     ``{"thinking": {"type": "enabled"}}``, a default ``max_tokens``); ``http_client``, an
     ``httpx.AsyncClient`` to use instead of the model's own (its owner closes it);
-    ``context_window``, the window in tokens this model reports (``dsh_llm.ModelInfo``; the
-    API does not tell, so it is whatever the configuration says, else ``None``).
+    ``context_window``, the window in tokens this model reports (``dsh_llm.ModelInfo``); when
+    it is ``None``, ``discover_context_window(model)`` asks the server once (vLLM, llama.cpp,
+    Ollama and gateways say it outside Chat Completions) and ``context_window`` reports what it
+    said. ``served_models()`` lists what the server serves.
 
     ``stream(request)`` never raises for a provider or network problem: the stream's last chunk
     is ``finish`` with ``reason.kind == "error"`` and an ``LlmFailure`` whose ``code`` is one of
@@ -139,11 +152,84 @@ class OpenAICompatibleModel:
         self._owned: httpx.AsyncClient | None = None
         self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._where = self._redact(self._endpoint)
+        self._discovered: dict[str, int | None] = {}
 
     def context_window(self, model: str) -> int | None:
-        """The configured ``context_window`` (`dsh_llm.ModelInfo`): providers do not report
-        one over Chat Completions, so this is what the configuration says, else ``None``."""
-        return self._context_window
+        """The window of ``model`` in tokens (`dsh_llm.ModelInfo`): the configured
+        ``context_window``, else what ``discover_context_window`` learnt from the server, else
+        ``None``."""
+        if self._context_window is not None:
+            return self._context_window
+        return self._discovered.get(model or self._model)
+
+    async def served_models(self) -> list[str]:
+        """The model ids the server lists at ``GET <base_url>/models``, in its order.
+
+        Raises ``ServerQueryError`` (naming the URL and why) when the server cannot be reached,
+        refuses, or answers with something that is not a model list.
+        """
+        url = models_url(self._endpoint)
+        answer = await self._ask("GET", url)
+        ids = served_model_ids(answer)
+        if not ids and not (isinstance(answer, dict) and isinstance(answer.get("data"), list)):
+            raise ServerQueryError(
+                f"{self._redact(url)} answered something that is not a model list"
+            )
+        return ids
+
+    async def discover_context_window(self, model: str = "") -> int | None:
+        """Ask the server for ``model``'s window (default: this adapter's model) and remember it.
+
+        The configured ``context_window`` wins without asking. Otherwise the server is asked
+        once per model name, whatever it answers: ``GET <base>/models`` (vLLM ``max_model_len``,
+        gateways' ``context_length``), llama.cpp's ``GET /props`` (``n_ctx``), Ollama's
+        ``POST /api/show`` (``num_ctx``). Never raises: a server that says nothing, or cannot
+        be reached, gives ``None``.
+        """
+        name = model or self._model
+        if self._context_window is not None:
+            return self._context_window
+        if name in self._discovered:
+            return self._discovered[name]
+        window = await self._ask_window(name)
+        self._discovered[name] = window
+        return window
+
+    async def _ask_window(self, model: str) -> int | None:
+        root = server_root(self._endpoint)
+        llama_cpp = False
+        try:
+            window, llama_cpp = window_from_models(
+                await self._ask("GET", models_url(self._endpoint)), model
+            )
+        except ServerQueryError:
+            window = None
+        if window is not None and not llama_cpp:
+            return window
+        try:  # llama.cpp: the window the server runs with, not the model's training window
+            served = props_window(await self._ask("GET", f"{root}/props"))
+        except ServerQueryError:
+            served = None
+        if served is not None or llama_cpp:
+            return served if served is not None else window
+        try:
+            return ollama_window(await self._ask("POST", f"{root}/api/show", {"model": model}))
+        except ServerQueryError:
+            return None
+
+    async def _ask(self, method: str, url: str, body: Any = None) -> Any:
+        headers = {**self._headers(), "Accept": "application/json"}
+        timeout = httpx.Timeout(
+            min(self._read_timeout, _DISCOVERY_READ_TIMEOUT),
+            connect=self._connect_timeout,
+            pool=self._connect_timeout,
+        )
+        try:
+            return await read_answer(
+                self._client(), method, url, headers=headers, limits=timeout, body=body
+            )
+        except ServerQueryError as error:
+            raise ServerQueryError(self._redact(str(error))) from None
 
     @property
     def base_url(self) -> str:
