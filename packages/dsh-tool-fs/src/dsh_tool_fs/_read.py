@@ -6,9 +6,10 @@ import asyncio
 import base64
 import os
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
@@ -101,14 +102,23 @@ _STREAM_LINE_CAP = READ_MAX_LINE * 4 + 8
 
 @dataclass(frozen=True, slots=True)
 class _Window:
-    """The lines to show (from line ``first``), how many lines the file has, its whole content
+    """The lines to show (from line ``first``), how many lines the file has (``None``: more
+    lines follow the window, how many is not known without reading the rest), its whole content
     when it was read whole, and whether it is valid UTF-8."""
 
     lines: list[str]
     first: int
-    total: int
+    total: int | None
     content: bytes | None
     valid: bool
+
+
+class _ReadCancelled(Exception):
+    """The ``read`` call was cancelled; its worker thread stops at the next check."""
+
+
+_COUNT_AHEAD = 16 * 1024 * 1024
+"""Bytes a streamed read looks past its window for the end of the file, to give the total."""
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -118,10 +128,11 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), False
 
 
-def _window(fd: int, size: int, offset: int, limit: int) -> _Window:
+def _window(fd: int, size: int, offset: int, limit: int, stop: threading.Event) -> _Window:
     """The lines ``offset`` .. ``offset + limit - 1``. A file up to `WHOLE_FILE_BYTES` is read
-    whole; a larger one is streamed, keeping only the window (and at most `_STREAM_LINE_CAP`
-    bytes of any line). A NUL in the first 8 KiB marks a binary file."""
+    whole; a larger one is streamed up to the end of the window only (keeping at most
+    `_STREAM_LINE_CAP` bytes of any line), then at most `_COUNT_AHEAD` bytes more for the
+    total. A NUL in the first 8 KiB marks a binary file. ``stop`` set: `_ReadCancelled`."""
     if size <= WHOLE_FILE_BYTES:
         data = read_file_bytes(fd, WHOLE_FILE_BYTES + 1)
         if b"\0" in data[:8192]:
@@ -138,16 +149,35 @@ def _window(fd: int, size: int, offset: int, limit: int) -> _Window:
         stream.seek(0)
         kept: list[str] = []
         valid, total = True, 0
-        while raw := stream.readline(_STREAM_LINE_CAP):
+        end = offset + limit - 1
+        while total < end and (raw := stream.readline(_STREAM_LINE_CAP)):
+            if stop.is_set():
+                raise _ReadCancelled
             if len(raw) == _STREAM_LINE_CAP and not raw.endswith(b"\n"):
                 while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
-                    pass
+                    if stop.is_set():
+                        raise _ReadCancelled
             total += 1
-            if offset <= total < offset + limit:
+            if total >= offset:
                 line, ok = _decode(raw)
                 valid = valid and ok
                 kept.append(line.rstrip("\n").removesuffix("\r"))
-        return _Window(kept, offset, total, None, valid)
+        return _Window(kept, offset, _count_rest(stream, total), None, valid)
+
+
+def _count_rest(stream: BinaryIO, counted: int) -> int | None:
+    """``counted`` plus the lines after ``stream``'s position (at a line start) when the file
+    ends within `_COUNT_AHEAD` bytes; ``None`` when it goes on."""
+    looked = 0
+    last = b"\n"
+    while looked <= _COUNT_AHEAD:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return counted + (last != b"\n")
+        counted += chunk.count(b"\n")
+        looked += len(chunk)
+        last = chunk[-1:]
+    return None
 
 
 class ReadTool(FileTool):
@@ -169,9 +199,16 @@ class ReadTool(FileTool):
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
         """Read the file (see the module docs), off the event loop."""
         path = self.target(args, execution, args.file_path, "read", "file_path")
-        return await asyncio.to_thread(self._read, args, execution, path)
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self._read, args, execution, path, stop)
+        except asyncio.CancelledError:
+            stop.set()  # the worker thread stops reading at its next line
+            raise
 
-    def _read(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
+    def _read(
+        self, args: Any, execution: ToolExecution, path: Path, stop: threading.Event
+    ) -> ToolResult:
         shown = str(path)
         try:
             fd = open_verified(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -200,7 +237,9 @@ class ReadTool(FileTool):
             if mime is not None:
                 return self._image(fd, status, shown, mime, execution)
             try:
-                window = _window(fd, status.st_size, args.offset or 1, args.limit or READ_LIMIT)
+                window = _window(
+                    fd, status.st_size, args.offset or 1, args.limit or READ_LIMIT, stop
+                )
             except NotTextError:
                 raise NotTextError(
                     f"{shown} is a binary file; read shows text files and images", path=shown
@@ -246,7 +285,7 @@ def _render(shown: str, window: _Window) -> str:
     )
     if total == 0:
         return f"{header}{note}(The file is empty.)\n</content>"
-    if offset > total:
+    if total is not None and offset > total:
         raise FsToolError(
             f"offset {offset} is past the end of {shown} ({_lines_count(total)})",
             code="FS_BAD_OFFSET",
@@ -267,13 +306,15 @@ def _render(shown: str, window: _Window) -> str:
         shown_lines.append(entry)
         used += size
         last = number
+    # a streamed file's total is known only when it ends soon after the window
+    of_total = "; more lines follow" if total is None else f" of {total}"
     if capped:
         footer = (
-            f"(Output capped at {READ_MAX_BYTES // 1024} KiB: showing lines {offset}-{last} of "
-            f"{total}. Continue with offset={last + 1}.)"
+            f"(Output capped at {READ_MAX_BYTES // 1024} KiB: showing lines {offset}-{last}"
+            f"{of_total}. Continue with offset={last + 1}.)"
         )
-    elif last < total:
-        footer = f"(Showing lines {offset}-{last} of {total}. Continue with offset={last + 1}.)"
+    elif total is None or last < total:
+        footer = f"(Showing lines {offset}-{last}{of_total}. Continue with offset={last + 1}.)"
     else:
         footer = f"(End of file: {_lines_count(total)} in total.)"
     body = "\n".join(shown_lines)
