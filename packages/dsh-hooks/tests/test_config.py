@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
-from dsh_hooks import HooksConfig, Matcher
+from dsh_hooks import MAX_HOOK_FILE_BYTES, HookFileError, HooksConfig, Matcher
 
 CLAUDE_SETTINGS = {
     "hooks": {
@@ -186,3 +189,79 @@ def test_the_runner_warns_about_each_left_out_entry(caplog: pytest.LogCaptureFix
     assert [r.getMessage() for r in caplog.records] == [
         "hook configuration: hooks.SessionEnd: not an event dsh-hooks runs (left out)"
     ]
+
+
+# -- the settings file: a regular file, bounded, never waited on ------------------------------
+
+
+class _Unblocker:
+    """Opens the write end of ``fifo`` if the code under test is still stuck on it after
+    ``seconds`` (so a regression fails the test instead of hanging the run)."""
+
+    def __init__(self, fifo: Path, seconds: float = 10.0) -> None:
+        self.fifo = fifo
+        self.fired = threading.Event()
+        self.timer = threading.Timer(seconds, self._unblock)
+
+    def _unblock(self) -> None:
+        self.fired.set()
+        with contextlib.suppress(OSError):  # nobody was waiting on it
+            os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    def __enter__(self) -> _Unblocker:
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.timer.cancel()
+
+
+def test_a_settings_file_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "hooks.json"
+    os.mkfifo(fifo)
+    with _Unblocker(fifo) as guard, pytest.raises(HookFileError, match="a FIFO") as refused:
+        HooksConfig.load(fifo, dialect="codex")
+    assert not guard.fired.is_set()
+    assert refused.value.path == str(fifo)
+    assert str(fifo) in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("target", "what"),
+    [("/dev/zero", "a character device"), ("DIR", "a directory")],
+)
+def test_a_settings_file_that_is_not_a_regular_file_is_refused_by_name(
+    tmp_path: Path, target: str, what: str
+) -> None:
+    if target == "DIR":
+        (tmp_path / "dir").mkdir()
+        target = str(tmp_path / "dir")
+    link = tmp_path / "settings.json"
+    link.symlink_to(target)
+    with pytest.raises(HookFileError, match=what) as refused:
+        HooksConfig.load(link, dialect="claude-code")
+    assert refused.value.path == str(link)
+
+
+def test_a_settings_file_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.json"
+    path.write_text('{"hooks": {}}' + " " * MAX_HOOK_FILE_BYTES)
+    with pytest.raises(HookFileError, match=f"over {MAX_HOOK_FILE_BYTES} bytes"):
+        HooksConfig.load(path, dialect="codex")
+
+
+def test_a_settings_file_reached_by_a_symlink_loads(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(CLAUDE_SETTINGS))
+    link = tmp_path / "settings.json"
+    link.symlink_to(real)
+    config = HooksConfig.load(link, dialect="claude-code")
+    assert len(config.hooks.groups("PreToolUse")) == 1
+
+
+def test_a_settings_file_that_is_not_json_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.json"
+    path.write_text("{not json")
+    with pytest.raises(HookFileError, match="is not valid JSON") as refused:
+        HooksConfig.load(path, dialect="codex")
+    assert str(path) in str(refused.value)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from dsh_agent import ApprovalPolicy
 from dsh_agent_core._errors import ConfigError
+from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from dsh_compaction import CompactionConfig
 from dsh_hooks import HOOK_EVENTS, HooksConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
@@ -336,21 +337,22 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The TOML table of the config file at ``path`` (``{}`` when there is none): a regular
+    file of at most `MAX_CONFIG_BYTES`, never a FIFO or a device (see ``_files``)."""
     try:
-        size = path.stat().st_size
+        data = read_regular_file(path, MAX_CONFIG_BYTES)
     except FileNotFoundError:
+        if os.path.lexists(path):  # a link to nothing is a mistake, not "no config"
+            raise UnreadableFileError(path, "is a symbolic link to a missing file") from None
         return {}
-    except OSError as error:
-        raise ConfigError(str(path), f"cannot be read ({error.strerror})") from None
-    if size > 1_000_000:
-        raise ConfigError(str(path), f"is {size} bytes; a config file is at most 1 MB")
     try:
-        with path.open("rb") as file:
-            return tomllib.load(file)
+        return tomllib.loads(data.decode("utf-8"))
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(str(path), f"is not valid TOML ({error})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(str(path), f"cannot be read ({error})") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            str(path), f"is not UTF-8 ({error.reason} at byte {error.start})"
+        ) from None
 
 
 def _validation_error(source: str, error: ValidationError) -> ConfigError:

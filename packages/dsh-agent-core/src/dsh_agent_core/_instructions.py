@@ -6,11 +6,13 @@ import asyncio
 import codecs
 import logging
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_agent import Agent, PrefixNext
+from dsh_agent_core._files import UnreadableFileError, read_regular_head
 from dsh_llm import Message, PluginSource, UserMessage
 
 __all__ = [
@@ -68,12 +70,18 @@ def find_git_root(cwd: str | os.PathLike[str]) -> Path | None:
 
 
 def _level_file(folder: Path) -> Path | None:
-    """The instructions file of one directory: ``AGENTS.md``, else ``CLAUDE.md``; a
-    directory (or anything but a file, a symlink to a file included) of that name is not one."""
+    """The instructions file of one directory: ``AGENTS.md``, else ``CLAUDE.md``; anything but
+    a regular file of that name (a symlink to one is one) is not one, and is named in a
+    warning (a FIFO, a device or a directory is never opened)."""
     for name in INSTRUCTION_FILE_NAMES:
         candidate = folder / name
-        if os.path.isfile(candidate):  # follows symlinks; never raises
+        try:
+            mode = os.stat(candidate).st_mode  # follows symlinks; opens nothing
+        except OSError:
+            continue
+        if stat.S_ISREG(mode):
             return candidate
+        _log.warning("instructions %s are not read: it is not a regular file", candidate)
     return None
 
 
@@ -107,12 +115,13 @@ def instruction_files(home: Path, cwd: str | os.PathLike[str] | None) -> list[Pa
 
 def _read(path: Path, budget: int, cap: int) -> InstructionFile | None:
     """At most ``budget`` bytes of ``path`` as text (never a byte more is read); ``None``
-    (logged) when it cannot be read or is not UTF-8."""
+    (logged, naming the file and why) when it is not a regular file, cannot be read or is not
+    UTF-8. A FIFO or a device is never waited on (``read_regular_head``)."""
     try:
-        with path.open("rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            raw = file.read(budget)
-            more = len(raw) == budget and size > budget
+        raw, more = read_regular_head(path, budget)
+    except UnreadableFileError as error:
+        _log.warning("instructions %s: %s; skipped", path, error.problem)
+        return None
     except OSError as error:
         _log.warning("instructions %s cannot be read: %s", path, error)
         return None

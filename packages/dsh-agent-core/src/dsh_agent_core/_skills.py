@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_agent import Agent, PrefixNext
+from dsh_agent_core._files import UnreadableFileError, read_regular_head
 from dsh_llm import Message, PluginSource, UserMessage
 
 __all__ = ["SKILLS_PLUGIN", "Skill", "SkillCatalog", "discover_skills", "read_skill"]
@@ -36,10 +37,14 @@ class Skill:
 def read_skill(path: Path) -> Skill | None:
     """The skill a ``SKILL.md`` declares in its front matter (``---`` lines around ``name:``
     and ``description:``), or ``None`` (logged) when it declares none or cannot be read.
-    Only the first 256 KiB are read; fields are capped at 1,024 characters."""
+    Only the first 256 KiB are read; fields are capped at 1,024 characters. Anything but a
+    regular file (a FIFO, a device, a directory) is never opened for reading: ``None``, logged
+    naming it."""
     try:
-        with path.open("rb") as file:
-            raw = file.read(_MAX_SKILL_BYTES)
+        raw, _ = read_regular_head(path, _MAX_SKILL_BYTES)
+    except UnreadableFileError as error:
+        _log.warning("skill %s: %s; skipped", path, error.problem)
+        return None
     except OSError as error:
         _log.warning("skill %s cannot be read: %s", path, error)
         return None
@@ -79,7 +84,7 @@ def discover_skills(*roots: Path) -> list[Skill]:
                 _log.warning("more than %d skills: the rest are not offered", _MAX_SKILLS)
                 return list(found.values())
             candidate = Path(entry.path) / "SKILL.md"
-            if not entry.is_dir() or not candidate.is_file():
+            if not entry.is_dir() or not os.path.lexists(candidate):
                 continue
             skill = read_skill(candidate)
             if skill is not None and skill.name not in found:

@@ -24,8 +24,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import stat
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 from pydantic import (
@@ -48,9 +48,11 @@ __all__ = [
     "DEFAULT_HOOK_TIMEOUT",
     "DIALECT_EVENTS",
     "HOOK_EVENTS",
+    "MAX_HOOK_FILE_BYTES",
     "CommandHook",
     "HookDialect",
     "HookEventName",
+    "HookFileError",
     "HookTable",
     "HooksConfig",
     "MatcherGroup",
@@ -314,6 +316,67 @@ class HooksConfig(_Strict):
     def load(
         cls, path: str | os.PathLike[str], *, dialect: HookDialect, **options: Any
     ) -> HooksConfig:
-        """`from_document` of the JSON file at ``path``."""
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        """`from_document` of the JSON file at ``path``: a regular file (a link to one is
+        followed) of at most `MAX_HOOK_FILE_BYTES`. Anything else — a FIFO or a device (never
+        waited on, never read), a directory, a larger file, bytes that are not UTF-8 JSON —
+        raises `HookFileError` naming the path."""
+        data = _read_settings(path)
+        try:
+            document = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise HookFileError(path, f"is not UTF-8 ({error.reason})") from None
+        except ValueError as error:
+            raise HookFileError(path, f"is not valid JSON ({error})") from None
         return cls.from_document(document, dialect=dialect, **options)
+
+
+MAX_HOOK_FILE_BYTES = 1024 * 1024
+"""The largest hook settings file `HooksConfig.load` reads (1 MiB)."""
+
+
+class HookFileError(ValueError):
+    """A hook settings file `HooksConfig.load` will not read: ``path`` names it, ``problem``
+    says why."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        super().__init__(f"hook settings {os.fspath(path)}: {problem}")
+        self.path = os.fspath(path)
+        self.problem = problem
+
+
+def _read_settings(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the regular file ``path``, opened without blocking (``O_NONBLOCK``: a FIFO
+    opens at once and is then refused) and checked on the open descriptor."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as error:
+        raise HookFileError(path, f"cannot be read ({error.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise HookFileError(path, f"is {kind}, not a regular file: it is not read")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_HOOK_FILE_BYTES:
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_HOOK_FILE_BYTES:
+            raise HookFileError(path, f"is over {MAX_HOOK_FILE_BYTES} bytes; it is not read")
+        return b"".join(chunks)
+    except OSError as error:
+        raise HookFileError(path, f"cannot be read ({error.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
