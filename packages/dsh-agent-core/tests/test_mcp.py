@@ -4,6 +4,7 @@ while the agent keeps running, secrets never in the dump, servers closed on aclo
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -115,3 +116,61 @@ def test_dsh_env_shows_each_servers_state_and_tools(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "mcp server adder: running (add)" in done.output
     assert "mcp server broken: failed: " in done.output
+
+
+SPAWNER = """
+import subprocess
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("spawner", log_level="WARNING")
+
+
+@server.tool()
+def spawn() -> int:
+    \"\"\"Start a long sleep in the background; answer with its pid.\"\"\"
+    print("spawning a sleeper", file=sys.stderr, flush=True)
+    return subprocess.Popen(["sleep", "1000"], stdout=subprocess.DEVNULL).pid
+
+
+server.run()
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+async def test_closing_the_harness_kills_a_servers_children_and_its_stderr_is_logged(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "spawner_server.py"
+    script.write_text(SPAWNER)
+    text = (
+        f"[mcp.servers.spawner]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = [{json.dumps(str(script))}]\n"
+    )
+    model = ScriptedModel(
+        [tool_call_response(("c1", "mcp__spawner__spawn", {})), text_response("ok")]
+    )
+    home = tmp_path / "home"
+    config = configured(home, text)
+    async with compose(config, models={"scripted": model}) as harness:
+        agent = await harness.create("spawn", model="scripted:m", cwd=tmp_path)
+        await agent.wait_idle()
+        (result,) = results(agent)
+        child = int(result["content"][0]["text"])
+        assert _running(child)
+    # dsh's own close path: the server's whole process group is gone, not just the server
+    for _ in range(1500):  # a bounded wait (30 s) for the child's end
+        if not _running(child):
+            break
+        await asyncio.sleep(0.02)
+    assert not _running(child)
+    log = (home / "logs" / "mcp-servers.log").read_text()
+    assert "[spawner] spawning a sleeper\n" in log

@@ -66,18 +66,19 @@ async def kill_process_group(process: Process) -> None:
     children that outlived their parent are reached too; only processes that left the group
     on purpose (a daemon's ``setsid``) escape."""
     pgid = process.pid
-    if not _signal_group(pgid, signal.SIGTERM):
-        return
-    with anyio.move_on_after(_TERM_GRACE):
-        while _group_alive(pgid):
-            _ = process.returncode  # lets the leader be reaped, which a zombie leader needs
-            await anyio.sleep(_POLL)
+    if not _signal_group(pgid, signal.SIGTERM) or await _group_gone(pgid, _TERM_GRACE):
         return
     _signal_group(pgid, signal.SIGKILL)
-    with anyio.move_on_after(_REAP_LIMIT):
-        while _group_alive(pgid):
-            _ = process.returncode
-            await anyio.sleep(_POLL)
+    await _group_gone(pgid, _REAP_LIMIT)
+
+
+async def _group_gone(pgid: int, seconds: float) -> bool:
+    """Whether the group is gone within ``seconds`` (polled: a group has no exit event)."""
+    for _ in range(max(1, round(seconds / _POLL))):
+        if not _group_alive(pgid):
+            return True
+        await anyio.sleep(_POLL)
+    return not _group_alive(pgid)
 
 
 def _parse(line: bytes) -> Incoming:
