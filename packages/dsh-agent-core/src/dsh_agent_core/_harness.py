@@ -9,7 +9,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._config import Config, parse_route
@@ -213,12 +213,9 @@ class Harness:
         self._tools.extend(self.files.definitions())
         self.spill = ResultSpill(home / "spill")
         # MCP servers start with the harness (start(), async with, or the first agent); what
-        # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log
-        self._mcp_log: TextIO | None = None
-        if config.mcp.servers:
-            (home / "logs").mkdir(parents=True, exist_ok=True)
-            self._mcp_log = open(home / "logs" / "mcp-servers.log", "a", encoding="utf-8")  # noqa: SIM115
-        self.mcp = McpServers(config.mcp, environ=env, errlog=self._mcp_log)
+        # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log, rotated at
+        # its cap (one older file kept); aclose kills each stdio server's process group
+        self.mcp = McpServers(config.mcp, environ=env, log_file=home / "logs" / "mcp-servers.log")
         self._mcp_started = False
         # command hooks are trusted user configuration: as in Claude Code and Codex they run
         # unconfined, with the user's rights (their own local executor, never the sandbox)
@@ -611,11 +608,9 @@ class Harness:
             except Exception as error:
                 failures.append(error)
         try:
-            await self.mcp.aclose()
+            await self.mcp.aclose()  # closes the servers' log too
         except Exception as error:
             failures.append(error)
-        if self._mcp_log is not None:
-            self._mcp_log.close()
         try:
             await self.persistence.aclose()
         except Exception as error:
