@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
+import re
 import signal
 import sys
 from typing import Any
 
 import click
 from rich.table import Table
+from rich.text import Text
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
@@ -27,13 +28,16 @@ from dsh_agent_core._permissions import (
 from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core.cli._approval import terminal_answerer
-from dsh_agent_core.cli._common import State, async_command, err, out
+from dsh_agent_core.cli._common import State, async_command, err, log_to_terminal, out
 from dsh_agent_core.cli._sessions import sessions
+from dsh_agent_core.cli._terminal import terminal_json
 from dsh_agent_core.cli._transcript import LivePrinter
 from dsh_bash_sandbox import probe_sandbox
 from dsh_shell import SANDBOX_MODES
 
 __all__ = ["main"]
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,6 +56,7 @@ def cli(
 ) -> None:
     """dsh: the DeepSeek Harness agent core. Session logs are plain JSONL under
     <DSH_HOME>/sessions-plain unless the config says otherwise."""
+    log_to_terminal()
     ctx.obj = State(profile=profile, home=home, config_path=config_path, debug=debug)
 
 
@@ -184,7 +189,7 @@ async def demo(state: State, as_json: bool) -> None:
                 f"sandbox unavailable ({unavailable}): the demo runs without it", markup=False
             )
         if not as_json:
-            err.print(f"[bold]dsh demo[/bold] · session {agent.id}")
+            err.print(Text(f"dsh demo · session {agent.id}", style="bold"))
             err.print(f"sandbox: {config.sandbox.mode}", markup=False)
             out.print(f"> {DEMO_PROMPT}", markup=False)
         printer = LivePrinter(out if not as_json else err, err)
@@ -195,7 +200,7 @@ async def demo(state: State, as_json: bool) -> None:
         await agent.aclose()
         row = await harness.status_of(agent.id)
     if as_json:
-        out.print_json(json.dumps(row.to_json()))
+        out.print(terminal_json(row.to_json()))
     else:
         _print_row(row)
         out.print("Next: dsh sessions list · dsh sessions show " + row.session_id, markup=False)
@@ -216,7 +221,7 @@ async def config_command(state: State, dump: bool, as_json: bool) -> None:
     data = config.dump()
     data["instructions"]["files"] = _instruction_files_here(config)
     if as_json:
-        out.print_json(json.dumps(data))
+        out.print(terminal_json(data))
         return
     out.print(_toml(data), markup=False)
 
@@ -236,7 +241,11 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)
+    return terminal_json(str(value))  # a TOML basic string: controls as \uXXXX escapes
+
+
+def _toml_key(key: str) -> str:
+    return key if _BARE_KEY.fullmatch(key) else terminal_json(key)
 
 
 def _toml(data: dict[str, Any], prefix: str = "") -> str:
@@ -244,7 +253,8 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
     lines: list[str] = []
     tables: list[tuple[str, dict[str, Any]]] = []
     arrays: list[tuple[str, list[dict[str, Any]]]] = []
-    for key, value in data.items():
+    for name, value in data.items():
+        key = _toml_key(str(name))
         if isinstance(value, dict):
             tables.append((f"{prefix}{key}", value))
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
@@ -253,15 +263,15 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
             lines.append(f"# {key} is not set")
         else:
             lines.append(f"{key} = {_toml_value(value)}")
-    for name, table in tables:
+    for path, table in tables:
         lines.append("")
-        lines.append(f"[{name}]")
-        lines.append(_toml(table, f"{name}."))
-    for name, items in arrays:
+        lines.append(f"[{path}]")
+        lines.append(_toml(table, f"{path}."))
+    for path, items in arrays:
         for item in items:
             lines.append("")
-            lines.append(f"[[{name}]]")
-            lines.append(_toml(item, f"{name}."))
+            lines.append(f"[[{path}]]")
+            lines.append(_toml(item, f"{path}."))
     return "\n".join(line for line in lines).replace("\n\n\n", "\n\n")
 
 
@@ -278,8 +288,8 @@ async def env_command(state: State, as_json: bool) -> None:
         probe = harness.sandbox_probe()
         servers = harness.mcp.status()
     if as_json:
-        out.print_json(
-            json.dumps(
+        out.print(
+            terminal_json(
                 [
                     {"contributor": r.contributor, "key": r.key, "description": r.description}
                     for r in rows

@@ -6,23 +6,23 @@ import asyncio
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from dsh_agent import ApprovalAnswerer, ApprovalOutcome, ApprovalRequest
+from dsh_agent_core.cli._terminal import terminal_text
 
 __all__ = ["shown", "terminal_answerer"]
 
 
 def shown(text: str) -> str:
-    """Model-written ``text`` safe to print: control characters (an escape sequence could move
-    the cursor and overwrite the command the user is reading) shown as ``\\xNN`` escapes."""
-    return "".join(
-        char if char.isprintable() or char == " " else char.encode("unicode_escape").decode()
-        for char in text
-    )
+    """Model-written ``text`` for one line of the prompt: every control character (an escape
+    sequence could move the cursor and overwrite the command the user is reading, a bidi
+    override reorder it), newline and tab included, shown as its escape."""
+    return terminal_text(text, one_line=True)
 
 
 def _ask(console: Console, request: ApprovalRequest) -> ApprovalOutcome:
-    console.print("[bold]approval needed[/bold]", highlight=False)
+    console.print(Text("approval needed", style="bold"))
     lines = [f"tool: {shown(request.tool_name)}"]
     arguments = request.arguments or {}
     for key in ("command", "workdir"):

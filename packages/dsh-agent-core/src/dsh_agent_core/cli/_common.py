@@ -4,25 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import sys
+import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import click
-from rich.console import Console
 
 from dsh_agent_core._config import Config, load_config
+from dsh_agent_core.cli._terminal import TerminalConsole, TerminalLogHandler, terminal_text
 
-__all__ = ["State", "async_command", "err", "fail", "out"]
+__all__ = ["State", "async_command", "err", "fail", "log_to_terminal", "out"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-out = Console(soft_wrap=True, highlight=False, emoji=False)
-"""Standard output (paths and ids are never wrapped)."""
-err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
-"""Standard error: progress, status lines and errors."""
+out = TerminalConsole()
+"""Standard output (paths and ids are never wrapped; controls shown, never interpreted)."""
+err = TerminalConsole(stderr=True)
+"""Standard error: progress, status lines, warnings and errors."""
+
+
+def log_to_terminal() -> None:
+    """Show the warnings of every library on standard error through the sanitizer (once per
+    process; without it Python's last-resort handler would write them raw)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, TerminalLogHandler) for handler in root.handlers):
+        root.addHandler(TerminalLogHandler(err))
 
 
 @dataclass
@@ -42,15 +52,16 @@ class State:
 
 
 def fail(message: str, *, code: int = 1) -> NoReturn:
-    """Print ``dsh: error: <message>`` on standard error and exit with ``code``."""
-    err.print(f"dsh: error: {message}", markup=False)
+    """Print ``dsh: error: <message>`` on standard error (one line, controls shown) and exit
+    with ``code``."""
+    err.print(f"dsh: error: {terminal_text(message, one_line=True)}", markup=False)
     sys.exit(code)
 
 
 def _one_line(error: BaseException) -> str:
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(_one_line(inner) for inner in error.exceptions)
-    text = str(error) or type(error).__name__
+    text = terminal_text(str(error) or type(error).__name__)  # before \x85 counts as a space
     return " ".join(text.split())
 
 
@@ -70,8 +81,9 @@ def async_command(
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
         except Exception as error:
-            if state is not None and state.debug:
-                raise
+            if state is not None and state.debug:  # the traceback, through the sanitizer too
+                err.print(terminal_text("".join(traceback.format_exception(error))))
+                sys.exit(1)
             fail(_one_line(error))
 
     return run

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import zipfile
 from pathlib import Path
+from typing import BinaryIO
 
 import click
 from rich.progress import Progress
 from rich.table import Table
 
+from dsh_agent_core._config import Config
 from dsh_agent_core._harness import build_persistence, compose
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
+from dsh_agent_core.cli._destinations import (
+    check_destination,
+    check_stream,
+    store_parts,
+    write_atomically,
+)
+from dsh_agent_core.cli._terminal import terminal_json
 from dsh_agent_core.cli._transcript import render_transcript
 from dsh_persistence import (
+    SessionPersistence,
     SessionPersistenceCorruptionError,
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
@@ -55,7 +64,7 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
     async with compose(state.config()) as harness:
         rows = [row.to_json() for row in await harness.status(limit)]
     if as_json:
-        out.print_json(json.dumps(rows))
+        out.print(terminal_json(rows))
     elif not rows:
         err.print("no sessions yet (try: dsh demo)")
     else:
@@ -72,7 +81,7 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
     async with compose(state.config()) as harness:
         row = await harness.status_of(session_id)
     if as_json:
-        out.print_json(json.dumps(row.to_json()))
+        out.print(terminal_json(row.to_json()))
     else:
         out.print(_table([row.to_json()]))
     if row.status == "missing":
@@ -86,7 +95,10 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
 @async_command
 async def show_command(state: State, session_id: str, raw: bool) -> None:
     """A readable transcript of a session (or, with --raw, its log)."""
-    persistence = build_persistence(state.config())
+    config = state.config()
+    if raw:
+        _check_stdout(config)
+    persistence = build_persistence(config)
     try:
         if raw:
             await export_session(persistence, session_id, sys.stdout.buffer)
@@ -111,33 +123,62 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
 @async_command
 async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
     """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
-    into a zip of <session>.jsonl files."""
+    into a zip of <session>.jsonl files. The file is written whole or not at all (a failed
+    export leaves an existing one as it was), and never into the session store."""
     several = len(session_ids) > 1  # as named: `export X X -o a.zip` is still a zip
     session_ids = tuple(dict.fromkeys(session_ids))  # an id named twice is exported once
-    persistence = build_persistence(state.config())
+    if several and (output is None or output.suffix != ".zip"):
+        fail("exporting several sessions needs -o FILE.zip")
+    config = state.config()
+    if output is None:
+        _check_stdout(config)
+        target = None
+    else:  # refused before the store is opened: nothing is written, nothing is created
+        target = check_destination(output, store_parts(config))
+    persistence = build_persistence(config)
     try:
-        if not several:
-            target = output if output is not None else sys.stdout.buffer
-            count = await export_session(persistence, session_ids[0], target)
-            if output is not None:
-                err.print(f"{session_ids[0]}: {count} events → {output}", markup=False)
-            return
-        if output is None or output.suffix != ".zip":
-            fail("exporting several sessions needs -o FILE.zip")
-        partial = output.with_name(output.name + ".partial")
-        with (
-            zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive,
-            Progress(console=err, transient=True) as progress,
-        ):
-            task = progress.add_task("exporting", total=len(session_ids))
-            for session_id in session_ids:
-                with archive.open(f"{session_id}.jsonl", "w") as member:
-                    await export_session(persistence, session_id, member)  # type: ignore[arg-type]
-                progress.advance(task)
-        partial.replace(output)
-        err.print(f"{len(session_ids)} sessions → {output}", markup=False)
+        if target is None:
+            await export_session(persistence, session_ids[0], sys.stdout.buffer)
+        elif not several:
+
+            async def one(stream: BinaryIO) -> int:
+                return await export_session(persistence, session_ids[0], stream)
+
+            count = await write_atomically(target, one, name=str(output))
+            err.print(f"{session_ids[0]}: {count} events → {output}", markup=False)
+        else:
+
+            async def archive(stream: BinaryIO) -> None:
+                await _zip(persistence, session_ids, stream)
+
+            await write_atomically(target, archive, name=str(output))
+            err.print(f"{len(session_ids)} sessions → {output}", markup=False)
     finally:
         await persistence.aclose()
+
+
+async def _zip(
+    persistence: SessionPersistence, session_ids: tuple[str, ...], stream: BinaryIO
+) -> None:
+    with (
+        zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        Progress(console=err, transient=True) as progress,
+    ):
+        task = progress.add_task("exporting", total=len(session_ids))
+        for session_id in session_ids:
+            with archive.open(f"{session_id}.jsonl", "w") as member:
+                await export_session(persistence, session_id, member)  # type: ignore[arg-type]
+            progress.advance(task)
+
+
+def _check_stdout(config: Config) -> None:
+    """Refuse an export to a standard output redirected into the store (``>> session.jsonl``
+    would append the log to itself while reading it)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (captured output)
+        return
+    check_stream(fd, "standard output", store_parts(config))
 
 
 @sessions.command("migrate")

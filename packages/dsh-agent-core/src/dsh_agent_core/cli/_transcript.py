@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 
+from dsh_agent_core.cli._terminal import terminal_text_of as _text
 from dsh_session import SessionEvent, SessionHeader
 
 __all__ = ["LivePrinter", "reason_text", "render_transcript"]
@@ -62,7 +62,7 @@ def _result_lines(data: dict[str, Any]) -> tuple[str, bool]:
         first = blocks[0] if isinstance(blocks[0], dict) else {}
         content, is_error = first.get("content"), bool(first.get("isError"))
     text = _texts(content).rstrip("\n") or "(no output)"
-    lines = text.splitlines()
+    lines = text.split("\n")  # not splitlines(): \r, \x85 and the like are shown, not lines
     if len(lines) > _RESULT_LINES:
         lines = [*lines[:_RESULT_LINES], f"… ({len(lines) - _RESULT_LINES} more lines)"]
     return "\n".join(lines), is_error
@@ -70,13 +70,10 @@ def _result_lines(data: dict[str, Any]) -> tuple[str, bool]:
 
 def _print_result(console: Console, data: dict[str, Any]) -> None:
     text, is_error = _result_lines(data)
-    body = Text(
-        "\n".join(
-            f"  ⎿ {line}" if i == 0 else f"    {line}" for i, line in enumerate(text.splitlines())
-        )
+    body = "\n".join(
+        f"  ⎿ {line}" if i == 0 else f"    {line}" for i, line in enumerate(text.split("\n"))
     )
-    body.stylize("red" if is_error else "dim")
-    console.print(body)
+    console.print(_text(body, "red" if is_error else "dim"))
 
 
 class LivePrinter:
@@ -101,25 +98,26 @@ class LivePrinter:
         if kind == "assistant/chunk":
             chunk = data.get("chunk", {})
             if chunk.get("type") == "text-delta":
-                self._console.print(chunk.get("text", ""), end="", markup=False, highlight=False)
+                self._console.print(_text(str(chunk.get("text", ""))), end="")
                 self._mid_line = True
             elif chunk.get("type") == "reasoning-delta":
-                self._console.print(Text(chunk.get("text", ""), style="dim italic"), end="")
+                self._console.print(_text(str(chunk.get("text", "")), "dim italic"), end="")
                 self._mid_line = True
             elif chunk.get("type") == "block-end":
                 self._newline()
         elif kind == "tool/call":
             self._newline()
             summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
-            self._console.print(Text(f"⏺ {summary}", style="cyan"))
+            self._console.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(self._console, data)
         elif kind == "llm/retry":
             failure = data.get("failure", {})
             self._status.print(
-                f"retrying in {data.get('delayMs')} ms after {failure.get('code')}: "
-                f"{failure.get('message')}",
-                markup=False,
+                _text(
+                    f"retrying in {data.get('delayMs')} ms after {failure.get('code')}: "
+                    f"{failure.get('message')}"
+                )
             )
         elif kind == "turn/end":
             self._newline()
@@ -129,7 +127,7 @@ class LivePrinter:
                 or self.last_reason.get("kind") != "completed"
             ):
                 self._status.print(
-                    f"turn {data.get('turn')} ended: {reason_text(self.last_reason)}", markup=False
+                    _text(f"turn {data.get('turn')} ended: {reason_text(self.last_reason)}")
                 )
 
 
@@ -144,14 +142,14 @@ def render_transcript(
         facts.append(f"parent {header.parent_session}")
     if header.agent_preset:
         facts.append(f"preset {header.agent_preset}")
-    console.print(Text(" · ".join(facts), style="bold"))
+    console.print(_text(" · ".join(facts), "bold"))
     for event in events:
         kind = event.type
         data: Any = event.data
         if not isinstance(data, dict):
             continue
         if kind == "turn/start":
-            console.print(Text(f"── turn {data.get('turn')} ──", style="bold blue"))
+            console.print(_text(f"── turn {data.get('turn')} ──", "bold blue"))
         elif kind == "user/message":
             source: dict[str, Any] = data["source"] if isinstance(data.get("source"), dict) else {}
             who = (
@@ -159,27 +157,24 @@ def render_transcript(
                 if source.get("kind") == "user"
                 else f"[{source.get('plugin') or source.get('kind')}]"
             )
-            console.print(Text(f"{who}: ", style="bold green") + Text(_texts(data.get("content"))))
+            console.print(_text(f"{who}: ", "bold green") + _text(_texts(data.get("content"))))
         elif kind == "assistant/message":
             content = data.get("content")
             if content is None and isinstance(data.get("message"), dict):
                 content = data["message"].get("content")
             reasoning = _texts(content, "reasoning")
             if reasoning:
-                console.print(Text(reasoning, style="dim italic"))
+                console.print(_text(reasoning, "dim italic"))
             text = _texts(content)
             if text:
                 label = "assistant (interrupted): " if data.get("interrupted") else "assistant: "
-                console.print(Text(label, style="bold magenta") + Text(text))
+                console.print(_text(label, "bold magenta") + _text(text))
         elif kind == "tool/call":
             summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
-            console.print(Text(f"⏺ {summary}", style="cyan"))
+            console.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(console, data)
         elif kind == "turn/end":
             console.print(
-                Text(
-                    f"turn {data.get('turn')} ended: {reason_text(data.get('reason'))}",
-                    style="blue",
-                )
+                _text(f"turn {data.get('turn')} ended: {reason_text(data.get('reason'))}", "blue")
             )
