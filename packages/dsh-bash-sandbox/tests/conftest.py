@@ -36,6 +36,7 @@ class FakeProcess:
         self._status: ProcessStatus = "running"
         self._code: int | None = None
         self._out = b""
+        self._settled: asyncio.Future[ProcessStatus] | None = None
 
     @property
     def status(self) -> ProcessStatus:
@@ -50,6 +51,11 @@ class FakeProcess:
         return None
 
     async def wait(self) -> ProcessStatus:
+        if self._settled is None:
+            self._settled = asyncio.ensure_future(self._settle())
+        return await asyncio.shield(self._settled)
+
+    async def _settle(self) -> ProcessStatus:
         process = self._process = await self._task
         out, _ = await process.communicate()
         self._out = out
@@ -89,6 +95,7 @@ class FakeInner:
     def __init__(self) -> None:
         self.specs: list[ShellExecSpec] = []
         self.closed = False
+        self.shell_path: str | None = None  # the outer shell it names (None: not named)
 
     def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
         return resolve_request(

@@ -209,25 +209,52 @@ async def test_a_self_signal_is_reported_as_the_signal(inner: FakeInner, workspa
     await executor.aclose()
 
 
-async def test_a_protected_name_that_does_not_exist_yet_can_be_created_then_is_protected(
+@pytest.mark.parametrize("name", [".git", ".dsh", ".claude", ".codex"])
+async def test_a_protected_name_that_does_not_exist_yet_cannot_be_created(
+    inner: FakeInner, tmp_path: Path, name: str
+) -> None:
+    """A missing protected name is held by an empty read-only placeholder while a command
+    runs: neither ``mkdir`` nor a rename onto it works, the rest of the workspace is writable,
+    and afterwards nothing is left (the placeholder is gone, nothing of the user's is lost)."""
+    workspace = tmp_path / "fresh"
+    workspace.mkdir()
+    (workspace / "staged").mkdir()
+    (workspace / "staged" / "x.sh").write_text("evil\n")
+    executor = SandboxExecutor(inner)
+    command = (
+        f"mkdir -p {name}/hooks && echo x > {name}/hooks/x.sh; "
+        f"mv staged {name}; ln -s staged {name}; rmdir {name}; echo done > ok"
+    )
+    result = await executor.run(executor.resolve(ShellExecRequest(command, workdir=workspace)))
+    assert "Read-only file system" in result.stderr.text
+    assert (workspace / "ok").read_text() == "done\n"  # it ran, and could write elsewhere
+    assert sorted(p.name for p in workspace.iterdir()) == ["ok", "staged"]
+    assert (workspace / "staged" / "x.sh").read_text() == "evil\n"
+    spec = executor.resolve(ShellExecRequest("true", workdir=workspace))
+    assert spec.sandbox is not None
+    assert not spec.sandbox.check(workspace / name / "hooks" / "x.sh", "write").allowed
+    await executor.aclose()
+
+
+async def test_a_background_command_holds_the_placeholder_until_it_ends(
     inner: FakeInner, tmp_path: Path
 ) -> None:
-    """bwrap can only mount over what exists: a command may create ``.git`` (``git init``);
-    from the next command on it is protected (as Codex does). ``check()`` refuses it always."""
+    """While a background command runs, a foreground one that ends does not remove the
+    placeholder the background one still has mounted (it is removed by the last user)."""
     workspace = tmp_path / "fresh"
     workspace.mkdir()
     executor = SandboxExecutor(inner)
-    create = ShellExecRequest("mkdir .git && echo one > .git/config", workdir=workspace)
-    created = await executor.run(executor.resolve(create))
-    assert created.exit_code == 0
-    assert (workspace / ".git" / "config").read_text() == "one\n"
-    again = ShellExecRequest("echo two > .git/config", workdir=workspace)
-    refused = await executor.run(executor.resolve(again))
-    assert refused.sandbox_denied == "workspace-write"
-    assert (workspace / ".git" / "config").read_text() == "one\n"
-    spec = executor.resolve(again)
-    assert spec.sandbox is not None
-    assert not spec.sandbox.check(workspace / ".git" / "config", "write").allowed
+    loop = (
+        "until [ -e go ]; do sleep 0.02; done; "
+        "mkdir .claude 2>/dev/null && echo created > .claude/x; echo tried > tried"
+    )
+    process = executor.start(executor.resolve(ShellExecRequest(loop, workdir=workspace)))
+    await executor.run(executor.resolve(ShellExecRequest("true", workdir=workspace)))
+    assert (workspace / ".claude").is_dir()  # still held by the background command
+    (workspace / "go").write_text("")
+    assert await process.wait() == "completed"
+    assert (workspace / "tried").read_text() == "tried\n"
+    assert not (workspace / ".claude").exists()
     await executor.aclose()
 
 

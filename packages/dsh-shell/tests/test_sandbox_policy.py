@@ -298,23 +298,29 @@ def test_hook_folders_are_protected_like_git_whether_or_not_they_exist(name: str
     assert policy.check(f"/w/{name}/hooks/guard.sh", "read").allowed
 
 
-def test_protected_paths_of_the_workspace_stay_read_only() -> None:
-    policy = SandboxPolicy(workspace=Path("/w"), protected_paths=("scripts/hook.sh", "./bin"))
-    assert policy.protected_paths == ("scripts/hook.sh", "bin")
-    assert policy.workspace_protected_paths == (Path("/w/scripts/hook.sh"), Path("/w/bin"))
+def test_protected_paths_stay_read_only() -> None:
+    paths = ("scripts/hook.sh", "./bin", "/r/.venv/bin/jq")
+    policy = SandboxPolicy(
+        workspace=Path("/w"), writable_roots=(Path("/r"),), protected_paths=paths
+    )
+    assert policy.protected_paths == ("scripts/hook.sh", "bin", "/r/.venv/bin/jq")
+    targets = (Path("/w/scripts/hook.sh"), Path("/w/bin"), Path("/r/.venv/bin/jq"))
+    assert policy.protected_targets == targets
+    assert not policy.check("/r/.venv/bin/jq", "write").allowed
+    assert policy.check("/r/.venv/bin/other", "write").allowed
     decision = policy.check("/w/scripts/hook.sh", "write")
     assert not decision.allowed
     assert decision.reason == "protected path /w/scripts/hook.sh: /w/scripts/hook.sh"
     assert not policy.check("/w/bin/tool", "write").allowed
     assert policy.check("/w/scripts/other.sh", "write").allowed
-    assert SandboxPolicy(protected_paths=("x",)).workspace_protected_paths == ()
+    assert SandboxPolicy(protected_paths=("x", "/y")).protected_targets == (Path("/y"),)
 
 
 @pytest.mark.parametrize(
     ("value", "field"),
     [
         ("scripts/hook.sh", "protected_paths"),
-        (("/abs/hook.sh",), "protected_paths[0]"),
+        (("/",), "protected_paths[0]"),
         (("../outside.sh",), "protected_paths[0]"),
         (("a/../..",), "protected_paths[0]"),
         ((".",), "protected_paths[0]"),

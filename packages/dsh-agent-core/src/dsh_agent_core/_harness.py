@@ -14,6 +14,7 @@ from typing import Any
 from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._config import Config, parse_route
 from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._hook_files import hook_files
 from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._models import provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
@@ -92,6 +93,10 @@ def _harness_files(config: Config, home: Path) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(paths))
 
 
+def _hook_env(config: Config) -> dict[str, str]:
+    return dict(config.hooks.env) if config.hooks is not None else {}
+
+
 def sandbox_policy(config: Config) -> SandboxPolicy:
     """The default sandbox policy of ``config``: its mode, the DSH home, the session logs and
     the config file readable and never writable, the configured writable roots and network,
@@ -112,6 +117,8 @@ def sandbox_policy(config: Config) -> SandboxPolicy:
         read_only_paths=_harness_files(config, home),
         denied_paths=denied,
         network=settings.network,
+        # hooks run unconfined: what they run stays read-only for confined commands
+        protected_paths=hook_files(config.hooks, {**os.environ, **_hook_env(config)}),
     )
 
 
@@ -276,9 +283,12 @@ class Harness:
             _log.warning("MCP tools are not offered: %s", error)
             return []
 
-    def sandbox_probe(self) -> SandboxProbe:
-        """Whether confined commands can run on this host (bubblewrap), and if not why."""
-        return self.executor.probe()
+    def sandbox_probe(self, cwd: str | os.PathLike[str] | None = None) -> SandboxProbe:
+        """Whether confined commands can run on this host (bubblewrap), and if not why: for a
+        session in ``cwd`` (default: the current directory), a ``bwrap`` or ``bash`` inside a
+        folder its commands may write is refused, unrun."""
+        workspace = Path(os.path.realpath(cwd if cwd is not None else os.getcwd()))
+        return self.executor.probe(workspace=workspace)
 
     def check_sandbox(self, mode: SandboxMode | None = None) -> None:
         """Raise :class:`DshError` with the fix in one line when ``mode`` (default: the

@@ -1,8 +1,9 @@
 """The sandboxed executor of DSH: each command of an inner executor confined by bubblewrap.
 
 `SandboxExecutor` wraps any `dsh_shell.ShellExecutor` and runs its commands under ``bwrap``
-by the spec's `dsh_shell.SandboxPolicy`; `probe_sandbox` says whether this host can (it fails
-closed with `dsh_shell.SandboxUnavailableError` when it cannot). `bwrap_argv` builds the
+by the spec's `dsh_shell.SandboxPolicy`; `probe_sandbox` says whether this host can (a canary
+must prove the confinement; it fails closed with `dsh_shell.SandboxUnavailableError` when it
+cannot), `find_bwrap` where ``bwrap`` is (found once per process). `bwrap_argv` builds the
 command line, `looks_sandbox_denied` tells a refused command's result.
 """
 
@@ -26,19 +27,24 @@ from dsh_bash_sandbox._executor import (
     looks_sandbox_denied,
 )
 from dsh_bash_sandbox._probe import (
+    FIX_CONFINE,
     FIX_INSTALL,
     FIX_NAMESPACES,
+    FIX_OUTSIDE,
     ISOLATION_FLAGS,
     SandboxProbe,
     clear_probe_cache,
+    find_bwrap,
     probe_sandbox,
 )
 from dsh_bash_sandbox._seccomp import seccomp_filter
 
 __all__ = [
     "FILE_DENIAL_SIGNATURES",
+    "FIX_CONFINE",
     "FIX_INSTALL",
     "FIX_NAMESPACES",
+    "FIX_OUTSIDE",
     "ISOLATION_FLAGS",
     "NESTED_BUDGET",
     "NESTED_DEPTH",
@@ -50,6 +56,7 @@ __all__ = [
     "SandboxProbe",
     "bwrap_argv",
     "clear_probe_cache",
+    "find_bwrap",
     "find_nested_protected",
     "host_kind",
     "host_realpath",

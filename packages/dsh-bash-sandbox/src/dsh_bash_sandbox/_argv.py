@@ -84,8 +84,9 @@ def bwrap_argv(
     read-write (``read-only`` mode: only ``temp_dir``); every directory between such a root
     and a guarded path below it, bound onto itself (pinned: a mount point cannot be renamed);
     each protected name that exists directly in a writable root or in ``workdir``, or below a
-    root within `find_nested_protected`'s bounds (``nested``), and each read-only path that
-    exists, read-only; each denied path that exists hidden (a directory
+    root within `find_nested_protected`'s bounds (``nested``), each read-only path and each
+    protected path of the workspace that exists, read-only (a missing one is held by a
+    placeholder the executor makes first); each denied path that exists hidden (a directory
     under an empty read-only tmpfs, a file under ``/dev/null``).
     Then every namespace unshared (the network shared only when ``policy.network``), a new
     session, death with the parent, no capabilities, the seccomp filter read from
@@ -130,6 +131,7 @@ def bwrap_argv(
             ("read-only", path, kind(path)) for path in nested(base, policy.protected_names)
         ]
     guarded += [("read-only", path, kind(path)) for path in policy.read_only_paths]
+    guarded += [("read-only", path, kind(path)) for path in policy.protected_targets]
     guarded += [("denied", path, kind(path)) for path in policy.denied_paths]
     found = [(rule, realpath(path), what) for rule, path, what in guarded if what is not None]
     # Pin every directory between a writable root and a guarded path below it (bind it onto

@@ -9,23 +9,27 @@ import os
 import shutil
 import tempfile
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Final
 
 from dsh_bash_sandbox._argv import SECCOMP_FD, bwrap_argv, shell_line, signal_from_status
-from dsh_bash_sandbox._probe import SandboxProbe, probe_sandbox
+from dsh_bash_sandbox._placeholders import PlaceholderHold
+from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
 from dsh_shell import (
     ProcessRead,
     ProcessStatus,
     SandboxPolicy,
+    SandboxUnavailableError,
     ShellExecRequest,
     ShellExecSpec,
     ShellExecutor,
     ShellProcess,
     ShellRunResult,
     ShellValueError,
+    program_inside,
 )
 
 FILE_DENIAL_SIGNATURES: Final[tuple[str, ...]] = (
@@ -73,8 +77,9 @@ class ConfinedProcess:
     as the inner executor reports an unconfined one: ``killed``, no exit code, the signal.
     """
 
-    def __init__(self, inner: ShellProcess) -> None:
+    def __init__(self, inner: ShellProcess, hold: PlaceholderHold | None = None) -> None:
         self.inner = inner
+        self._hold = hold
 
     @property
     def status(self) -> ProcessStatus:
@@ -98,6 +103,8 @@ class ConfinedProcess:
     async def wait(self) -> ProcessStatus:
         """Wait until the process has settled."""
         await self.inner.wait()
+        if self._hold is not None:  # settled: its placeholders are released (idempotent)
+            self._hold.release()
         return self.status
 
     def read_output(self) -> ProcessRead:
@@ -107,6 +114,41 @@ class ConfinedProcess:
     def kill(self) -> bool:
         """Terminate the command (and with it the sandbox); True the first time while running."""
         return self.inner.kill()
+
+
+def _writable_roots(policy: SandboxPolicy) -> tuple[Path, ...]:
+    """The folders a command under ``policy`` may write (none under danger-full-access)."""
+    if policy.mode == "danger-full-access":
+        return ()
+    if policy.mode == "read-only":
+        return () if policy.temp_dir is None else (policy.temp_dir,)
+    return policy.writable_paths
+
+
+def _missing_protected(policy: SandboxPolicy) -> Iterator[Path]:
+    """Where a placeholder must hold a protected path that does not exist yet: each protected
+    name directly in the workspace and the configured writable roots, and the first missing
+    component of each protected path inside one of them (never in the private temp dir)."""
+    if policy.mode != "workspace-write":
+        return
+    roots = [policy.workspace, *policy.writable_roots]
+    real_roots = [Path(os.path.realpath(r)) for r in roots if r is not None]
+    real_roots = [root for root in dict.fromkeys(real_roots) if root.is_dir()]
+    for root in real_roots:
+        for name in policy.protected_names:
+            if not os.path.lexists(root / name):
+                yield root / name
+    for target in policy.protected_targets:
+        real = Path(os.path.realpath(target))  # the part that exists, resolved
+        inside = next((r for r in real_roots if r == real or r in real.parents), None)
+        if inside is None or real == inside:
+            continue
+        path = inside
+        for part in real.relative_to(inside).parts:
+            path = path / part
+            if not os.path.lexists(path):
+                yield path
+                break
 
 
 class SandboxExecutor:
@@ -122,9 +164,15 @@ class SandboxExecutor:
     ``env``, ``dsh_env``) and owns timeouts, output bounds, spill files and the kill; the PID
     namespace makes that kill airtight (nothing of the command outlives its sandbox).
 
-    Fails closed: before the first confined command `probe_sandbox` runs once per ``bwrap``;
-    when it fails, ``run`` and ``start`` raise `SandboxUnavailableError` naming the cause and
-    the fix, and nothing runs. Each session (``DSH_SESSION_ID`` in ``dsh_env``, else the
+    Fails closed: before the first confined command `probe_sandbox` finds ``bwrap`` (once per
+    process, never again on ``PATH``) and proves with a canary that it confines; when it
+    cannot, ``run`` and ``start`` raise `SandboxUnavailableError` naming the cause and the fix,
+    and nothing runs. So they do when ``bwrap``, or the outer shell of ``inner`` (its
+    ``shell_path``, when it names one: the local executor's does), lies inside a folder the
+    command may write — a confined command could have replaced it. A protected path missing
+    from a writable root (no ``.claude`` yet) is held by an empty read-only placeholder while
+    the command runs, so it cannot be created either; the placeholder is removed afterwards.
+    Each session (``DSH_SESSION_ID`` in ``dsh_env``, else the
     workspace) gets a private 0700 ``$TMPDIR`` under ``temp_root`` (default: the system temp
     directory), writable in both confined modes and removed by `aclose` (which also closes
     ``inner``: the sandbox owns it), else when the executor is collected or the interpreter
@@ -159,12 +207,52 @@ class SandboxExecutor:
         self._finalizer = weakref.finalize(self, _remove_all, self._owned)
         self._probe: SandboxProbe | None = None
         self._seccomp: Path | None = None
+        self._holds: set[PlaceholderHold] = set()
+        self._watchers: set[asyncio.Task[None]] = set()
 
-    def probe(self) -> SandboxProbe:
-        """`probe_sandbox` of this executor's ``bwrap`` (cached after the first call)."""
-        if self._probe is None:
-            self._probe = probe_sandbox(self.bwrap)
-        return self._probe
+    def probe(self, workspace: Path | None = None) -> SandboxProbe:
+        """`probe_sandbox` of this executor's ``bwrap``, refused inside the writable roots of
+        its policy with ``workspace`` as one of them (default: the policy's workspace, else the
+        current directory, where a command without a workdir runs); also unavailable when the
+        outer shell of ``inner`` lies inside one."""
+        policy = self.policy if self.policy is not None else SandboxPolicy()
+        if workspace is None and policy.workspace is None:
+            workspace = Path.cwd()
+        if workspace is not None:
+            policy = dataclasses.replace(policy, workspace=Path(os.path.realpath(workspace)))
+        if policy.mode != "workspace-write":
+            policy = dataclasses.replace(policy, mode="workspace-write")
+        roots = _writable_roots(policy)
+        probe = probe_sandbox(self.bwrap, writable_roots=roots)
+        self._probe = probe
+        refusal = self._shell_refusal(roots)
+        if probe.available and refusal is not None:
+            return dataclasses.replace(probe, available=False, cause=refusal, fix=FIX_OUTSIDE)
+        return probe
+
+    def _shell_refusal(self, roots: tuple[Path, ...]) -> str | None:
+        shell = getattr(self.inner, "shell_path", None)
+        if not isinstance(shell, str):
+            return None
+        root = program_inside(shell, roots)
+        if root is None:
+            return None
+        return (
+            f"the outer shell at {shell} lies inside the writable root {root}, where a "
+            "confined command could have put it or could replace it; it was not run"
+        )
+
+    def _check_programs(self, policy: SandboxPolicy) -> SandboxProbe:
+        """The probe, raising `SandboxUnavailableError` unless ``bwrap`` and the outer shell
+        lie outside every folder a command under ``policy`` may write."""
+        roots = _writable_roots(policy)
+        probe = probe_sandbox(self.bwrap, writable_roots=roots)
+        self._probe = probe
+        probe.raise_unless_available()
+        refusal = self._shell_refusal(roots)
+        if refusal is not None:
+            raise SandboxUnavailableError(refusal, FIX_OUTSIDE)
+        return probe
 
     def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
         """The inner executor's spec, carrying the policy this command will be confined by."""
@@ -176,10 +264,15 @@ class SandboxExecutor:
         policy = self._policy_for(spec)
         if policy.mode == "danger-full-access":
             return await self.inner.run(dataclasses.replace(spec, sandbox=None))
-        probe = self._probe if self._probe is not None else await asyncio.to_thread(self.probe)
-        probe.raise_unless_available()
         policy = self._with_temp_dir(spec, policy)
-        result = await self.inner.run(self._confined(spec, policy))
+        if self._probe is None:  # the first trial runs bwrap: off the event loop
+            await asyncio.to_thread(self._check_programs, policy)
+        self._check_programs(policy)
+        hold = await asyncio.to_thread(self._hold_placeholders, policy)
+        try:
+            result = await self.inner.run(self._confined(spec, policy))
+        finally:
+            await asyncio.to_thread(hold.release)
         died_of = signal_from_status(result.exit_code)
         if died_of is not None:
             result = dataclasses.replace(result, exit_code=None, signal=died_of)
@@ -192,9 +285,42 @@ class SandboxExecutor:
         policy = self._policy_for(spec)
         if policy.mode == "danger-full-access":
             return self.inner.start(dataclasses.replace(spec, sandbox=None))
-        self.probe().raise_unless_available()
         policy = self._with_temp_dir(spec, policy)
-        return ConfinedProcess(self.inner.start(self._confined(spec, policy)))
+        self._check_programs(policy)
+        hold = self._hold_placeholders(policy)
+        try:
+            process = self.inner.start(self._confined(spec, policy))
+        except BaseException:
+            hold.release()
+            raise
+        if not hold.paths:
+            return ConfinedProcess(process)
+        self._holds.add(hold)
+        task = asyncio.get_running_loop().create_task(self._release_after(process, hold))
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+        return ConfinedProcess(process, hold)
+
+    def _hold_placeholders(self, policy: SandboxPolicy) -> PlaceholderHold:
+        hold = PlaceholderHold()
+        try:
+            for path in _missing_protected(policy):
+                hold.hold(path)
+        except OSError as error:
+            hold.release()
+            raise SandboxUnavailableError(
+                f"the protected path {error.filename or '?'} does not exist and cannot be held "
+                f"read-only ({error.strerror or error})",
+                "make the folder writable by dsh, or create that path yourself",
+            ) from error
+        return hold
+
+    async def _release_after(self, process: ShellProcess, hold: PlaceholderHold) -> None:
+        try:
+            await process.wait()
+        finally:
+            self._holds.discard(hold)
+            hold.release()
 
     def temp_dir_for(self, spec: ShellExecSpec) -> Path:
         """The private ``$TMPDIR`` of ``spec``'s session (created, 0700, on first use)."""
@@ -207,6 +333,11 @@ class SandboxExecutor:
             if close is not None:
                 await close()
         finally:
+            if self._watchers:  # the inner executor killed its processes: they settle
+                await asyncio.wait(set(self._watchers), timeout=10)
+            for hold in list(self._holds):
+                hold.release()
+            self._holds.clear()
             self._temp_dirs.clear()
             self._seccomp = None
             owned = list(self._owned)
@@ -261,11 +392,17 @@ class SandboxExecutor:
             policy,
             workdir=spec.workdir,
             command=spec.command,
-            bwrap=self.probe().path or self.bwrap,
+            bwrap=self._bwrap_path(),
             shell=self.shell,
             seccomp_fd=SECCOMP_FD if rules is not None else None,
         )
         return dataclasses.replace(spec, command=shell_line(argv, rules), sandbox=None)
+
+    def _bwrap_path(self) -> str:
+        path = self._probe.path if self._probe is not None else None
+        if path is None:  # never reached: a run checks the programs first
+            raise SandboxUnavailableError("bwrap was not found", FIX_OUTSIDE)
+        return path
 
     def _seccomp_file(self) -> Path | None:
         """The filter file (written once, 0600 in a private 0700 directory), if any."""

@@ -93,8 +93,9 @@ class SandboxPolicy:
     - ``read_only_paths``: readable, never writable, even inside a writable root (the DSH home);
     - ``protected_names``: path components (``.git``, ``.dsh``) that stay read-only inside a
       writable root, at any depth below it;
-    - ``protected_paths``: paths relative to ``workspace`` that stay read-only whether or not
-      they exist yet (the scripts configured hooks run, which run unconfined); no ``..``;
+    - ``protected_paths``: paths that stay read-only whether or not they exist yet (the
+      programs and scripts configured hooks run, which run unconfined): absolute, or relative
+      to ``workspace`` (no ``..``);
     - ``denied_paths``: neither readable nor writable (composition passes
       `default_denied_paths`);
     - ``network``: whether a confined command may use the network (off by default).
@@ -140,11 +141,16 @@ class SandboxPolicy:
         return first + self.writable_roots
 
     @property
-    def workspace_protected_paths(self) -> tuple[Path, ...]:
-        """``protected_paths`` under ``workspace``, absolute (none without a workspace)."""
-        if self.workspace is None:
-            return ()
-        return tuple(self.workspace / relative for relative in self.protected_paths)
+    def protected_targets(self) -> tuple[Path, ...]:
+        """``protected_paths`` as absolute paths (relative ones under ``workspace``; without a
+        workspace, only the absolute ones)."""
+        found: list[Path] = []
+        for entry in self.protected_paths:
+            if os.path.isabs(entry):
+                found.append(Path(entry))
+            elif self.workspace is not None:
+                found.append(self.workspace / entry)
+        return tuple(found)
 
     def widened(self, mode: SandboxMode) -> SandboxPolicy:
         """A copy under the wider ``mode``; `ShellValueError` unless `sandbox_widens`."""
@@ -191,7 +197,7 @@ class SandboxPolicy:
             for part in target.relative_to(root).parts:
                 if part in self.protected_names:
                     return SandboxDecision(False, f"protected name {part}: {target}")
-        for protected in self.workspace_protected_paths:
+        for protected in self.protected_targets:
             if _is_within(target, protected):
                 return SandboxDecision(False, f"protected path {protected}: {target}")
         return SandboxDecision(True, f"write under the writable root {containing[0]}: {target}")
@@ -220,16 +226,16 @@ def _absolute_paths(name: str, values: object) -> tuple[Path, ...]:
 
 def _relative_paths(values: object) -> tuple[str, ...]:
     if isinstance(values, str | bytes | os.PathLike) or not isinstance(values, tuple | list):
-        raise ShellValueError("protected_paths", values, "a tuple of relative paths")
+        raise ShellValueError("protected_paths", values, "a tuple of paths")
     found: list[str] = []
     for index, item in enumerate(values):
         raw = os.fspath(item) if isinstance(item, str | os.PathLike) else item
-        if not isinstance(raw, str) or not raw or "\0" in raw or os.path.isabs(raw):
-            raise ShellValueError(f"protected_paths[{index}]", item, "a relative path")
+        if not isinstance(raw, str) or not raw or "\0" in raw:
+            raise ShellValueError(f"protected_paths[{index}]", item, "a path")
         normal = os.path.normpath(raw)
-        if normal == "." or normal == ".." or normal.startswith("../"):
+        if normal in (".", "..", "/", "//") or normal.startswith("../"):
             raise ShellValueError(
-                f"protected_paths[{index}]", item, "a relative path inside the workspace"
+                f"protected_paths[{index}]", item, "an absolute path or one inside the workspace"
             )
         found.append(normal)
     return tuple(dict.fromkeys(found))
