@@ -433,7 +433,7 @@ def test_run_streams_from_an_openai_compatible_provider_and_never_shows_the_key(
         dsh.config(_provider_config(server.base_url))
         key = {"LOCAL_LLM_KEY": SECRET}
         done = dsh.ok("run", "--model", "local:test-model", "Say hi", env=key)
-        requests = server.requests
+        requests = [r for r in server.requests if r.path.endswith("/chat/completions")]
     assert done.stdout.decode().strip() == "Hi there, from the local server."
     assert len(requests) == 1
     (request,) = requests
@@ -442,7 +442,11 @@ def test_run_streams_from_an_openai_compatible_provider_and_never_shows_the_key(
     body = request.json()
     assert body["model"] == "test-model"
     assert body["stream"] is True
-    assert any(m.get("content") == "Say hi" for m in body["messages"] if m["role"] == "user")
+    # One user turn (strict chat templates refuse two in a row): the runtime context, then the
+    # prompt, last, where the model answers it.
+    (user,) = [m for m in body["messages"] if m["role"] == "user"]
+    assert user["content"].endswith("\n\nSay hi")
+    assert user["content"].startswith("The session's runtime context now")
 
     stderr = done.stderr.decode()
     (session_line,) = [line for line in stderr.splitlines() if line.startswith("session ")]
@@ -479,7 +483,7 @@ def test_run_with_the_builtin_deepseek_provider_reads_its_key_variable(dsh: Dsh)
         dsh.config(f'[providers.deepseek]\nbase_url = "{server.base_url}"\n')
         key = {"DEEPSEEK_API_KEY": SECRET}
         done = dsh.ok("run", "--model", "deepseek:deepseek-chat", "Say hello", env=key)
-        requests = server.requests
+        requests = [r for r in server.requests if r.path.endswith("/chat/completions")]
     assert done.stdout.decode().strip() == "Hello from deepseek."
     (request,) = requests
     assert request.headers["authorization"] == f"Bearer {SECRET}"

@@ -291,7 +291,8 @@ async def test_the_model_is_told_the_sessions_policy_once_until_it_changes(tmp_p
         assert text.count("File policy: workspace-write.") == 1
         assert "Approval policy: ask." in text
         request = model.requests[0]
-        assert [m.source.kind for m in request.messages] == ["user", "plugin"]  # prompt, snapshot
+        # the snapshot, then the prompt the model answers (last, where small models look)
+        assert [m.source.kind for m in request.messages] == ["plugin", "user"]
         agent.followup("second")
         await agent.wait_idle()
         assert len(_snapshots(agent)) == 1  # unchanged knobs add nothing

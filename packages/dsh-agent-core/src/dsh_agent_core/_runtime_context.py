@@ -2,7 +2,8 @@
 and approval policy, as a ``user/message`` the log keeps (the harness's ``snapshot`` form).
 
 Before each step, when the session's knobs describe something other than the last snapshot it
-logged, one new snapshot enters with the step (``Enter``), so the model reads the policy of
+logged, one new snapshot enters with the step (``Enter``), ahead of the step's own messages (the
+prompt comes last, where the model answers it), so the model reads the policy of
 *this* session — a resumed session's own, a child's ``never`` — and the request still rebuilds
 from the log alone. Unchanged knobs add nothing.
 """
@@ -120,4 +121,6 @@ class RuntimeContext:
         text = "\n\n".join([_HEADING, *(section["text"] for section in sections)])
         source = PluginSource(plugin=RUNTIME_CONTEXT_PLUGIN, form="snapshot", sections=sections)
         snapshot = UserMessage(content=[TextBlock(text=text)], source=source)
-        return Enter((*decision.messages, snapshot))
+        # Before the step's own messages: the model reads the context, then the prompt it
+        # answers (after the prompt, a small model answered the context instead).
+        return Enter((snapshot, *decision.messages))
