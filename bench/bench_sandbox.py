@@ -8,7 +8,10 @@ and `communicate()`: the namespaces cost the same on both sides, so the ratio is
 wrapper adds (resolve, the policy, the inner executor, its `bash -c` around bwrap). Calls
 alternate between the sides so drift hits both equally. Reports p50 and p99 per call, the p50
 ratio (bar: <= 1.3x raw) and, as information, the plain LocalBashExecutor's p50 (no sandbox):
-the setup cost of confinement. As information too: the probe's cost (``bwrap --version`` and
+the setup cost of confinement. The workspace holds every protected name (`.git`, `.dsh`,
+`.claude`, `.codex`), so both sides mount the same; in a workspace without them the executor
+also holds a read-only placeholder for each missing one, whose cost is reported as information
+too. As information too: the probe's cost (``bwrap --version`` and
 the canary that proves confinement, paid once per process) next to one raw bwrap call.
 
 Run: ``python -m nox -s bench -- sandbox`` (or ``python bench/bench_sandbox.py [N]``).
@@ -33,7 +36,7 @@ from dsh_bash_sandbox import (
     probe_sandbox,
     seccomp_filter,
 )
-from dsh_shell import SandboxPolicy, ShellExecRequest
+from dsh_shell import DEFAULT_PROTECTED_NAMES, SandboxPolicy, ShellExecRequest
 
 COMMAND = "echo hi"
 PROBES = 10
@@ -88,6 +91,8 @@ async def main(calls: int, workdir: Path) -> int:
         SandboxExecutor(LocalBashExecutor()) as sandbox,
         LocalBashExecutor() as plain,
     ):
+        for name in DEFAULT_PROTECTED_NAMES:  # as in a project: the same mounts on both sides
+            (workdir / name).mkdir(exist_ok=True)
         spec = sandbox.resolve(ShellExecRequest(COMMAND, workdir=workdir))
         assert spec.sandbox is not None
         policy = SandboxPolicy(
@@ -112,6 +117,9 @@ async def main(calls: int, workdir: Path) -> int:
                 ours.append(await _ours(sandbox, workdir))
                 raw.append(await _raw(argv, workdir, rules))
             local.append(await _ours(plain, workdir))
+        bare = workdir / "bare"  # a workspace with none of the protected names
+        bare.mkdir()
+        placeholders = [await _ours(sandbox, bare) for _ in range(max(calls // 4, 10))]
     ratio = statistics.median(ours) / statistics.median(raw)
     print(
         f"bench_sandbox: {calls} calls of {COMMAND!r} each (after {WARMUP} warm-up), "
@@ -131,6 +139,12 @@ async def main(calls: int, workdir: Path) -> int:
     print(
         f"  information: confinement over the plain local executor: +{setup * 1e3:.3f} ms p50 "
         f"({statistics.median(ours) / statistics.median(local):.2f}x)"
+    )
+    extra = statistics.median(placeholders) - statistics.median(ours)
+    print(
+        f"  information: in a workspace without the {len(DEFAULT_PROTECTED_NAMES)} protected "
+        f"names (placeholders held and mounted): p50 {statistics.median(placeholders) * 1e3:.3f}"
+        f" ms ({extra * 1e3:+.3f} ms)"
     )
     probes: list[float] = []
     for _ in range(PROBES):  # what a process pays once, before its first confined command

@@ -208,6 +208,7 @@ class SandboxExecutor:
         self._probe: SandboxProbe | None = None
         self._seccomp: Path | None = None
         self._holds: set[PlaceholderHold] = set()
+        self._checked: dict[tuple[Path, ...], SandboxProbe] = {}
         self._watchers: set[asyncio.Task[None]] = set()
 
     def probe(self, workspace: Path | None = None) -> SandboxProbe:
@@ -246,12 +247,17 @@ class SandboxExecutor:
         """The probe, raising `SandboxUnavailableError` unless ``bwrap`` and the outer shell
         lie outside every folder a command under ``policy`` may write."""
         roots = _writable_roots(policy)
-        probe = probe_sandbox(self.bwrap, writable_roots=roots)
+        probe = self._checked.get(roots)
+        if probe is None:
+            probe = probe_sandbox(self.bwrap, writable_roots=roots)
+            refusal = self._shell_refusal(roots)
+            if probe.available and refusal is not None:
+                probe = dataclasses.replace(probe, available=False, cause=refusal, fix=FIX_OUTSIDE)
+            if len(self._checked) >= 64:  # a few workspaces per executor: keep it small
+                self._checked.clear()
+            self._checked[roots] = probe
         self._probe = probe
         probe.raise_unless_available()
-        refusal = self._shell_refusal(roots)
-        if refusal is not None:
-            raise SandboxUnavailableError(refusal, FIX_OUTSIDE)
         return probe
 
     def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
@@ -268,11 +274,11 @@ class SandboxExecutor:
         if self._probe is None:  # the first trial runs bwrap: off the event loop
             await asyncio.to_thread(self._check_programs, policy)
         self._check_programs(policy)
-        hold = await asyncio.to_thread(self._hold_placeholders, policy)
+        hold = self._hold_placeholders(policy)  # a few syscalls: no thread hop
         try:
             result = await self.inner.run(self._confined(spec, policy))
         finally:
-            await asyncio.to_thread(hold.release)
+            hold.release()
         died_of = signal_from_status(result.exit_code)
         if died_of is not None:
             result = dataclasses.replace(result, exit_code=None, signal=died_of)
