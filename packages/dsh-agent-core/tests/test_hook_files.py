@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from dsh_agent_core import Config, DshError, compose, load_config
 from dsh_agent_core._hook_files import hook_files
+from dsh_agent_core.cli import cli
 from dsh_bash_sandbox import FIX_CONFINE, FIX_OUTSIDE, clear_probe_cache
 from dsh_hooks import HooksConfig
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
@@ -143,3 +145,27 @@ async def test_a_bwrap_that_runs_nothing_is_unavailable_not_a_silent_success(
         assert probe.cause.startswith("bwrap at /bin/true does not confine: its canary did not run")
         with pytest.raises(DshError, match="/bin/true does not confine"):
             h.check_sandbox()
+
+
+@pytest.mark.parametrize("command", [["env"], ["demo"]])
+def test_dsh_env_and_demo_never_run_a_bwrap_planted_where_they_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    """`dsh env` reports the planted bwrap as refused, naming it; `dsh demo` falls back to no
+    sandbox and says why — neither runs it."""
+    work = tmp_path / "work"
+    marker = tmp_path / "fake-ran"
+    fake = work / "node_modules" / ".bin" / "bwrap"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f"#!/bin/sh\ntouch {marker}\necho 'bubblewrap 9.9'\n")
+    fake.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    monkeypatch.chdir(work)
+    for name in ("DSH_CONFIG", "DSH_PROFILE", "DSH_PERMISSION_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    done = CliRunner().invoke(cli, ["--home", str(home), *command])
+    assert done.exit_code == 0, done.output
+    assert f"bwrap at {fake} lies inside the writable root {work}" in done.output
+    assert not marker.exists()

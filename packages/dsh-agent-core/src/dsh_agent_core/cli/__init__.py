@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -178,7 +179,8 @@ async def demo(state: State, as_json: bool) -> None:
     config = state.config()
     unavailable = None
     if config.sandbox.mode != "danger-full-access":
-        probe = probe_sandbox(config.sandbox.bwrap)
+        here = (Path(os.getcwd()),)  # a bwrap planted where the demo runs is never run
+        probe = probe_sandbox(config.sandbox.bwrap, writable_roots=here)
         if not probe.available:  # the demo still shows the loop where bubblewrap cannot run
             unavailable = probe.cause
             config = state.config(sandbox={"mode": "danger-full-access"})
