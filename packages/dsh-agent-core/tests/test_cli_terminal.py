@@ -127,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path != "/v1/chat/completions":  # a window query (Ollama's /api/show)
+            self.send_error(404, "no such endpoint")
+            return
         with self.server.lock:
             answers = self.server.answers
             answer = answers[min(self.server.answered, len(answers) - 1)]

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from dsh_agent import ApprovalPolicy
+from dsh_agent_core._catalog import ModelPrices, catalog_for
 from dsh_agent_core._errors import ConfigError
 from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from dsh_compaction import CompactionConfig
@@ -27,6 +28,8 @@ __all__ = [
     "Config",
     "InstructionsConfig",
     "LocalSkillsConfig",
+    "ModelConfig",
+    "ModelFacts",
     "PersistenceConfig",
     "PresetConfig",
     "ProviderConfig",
@@ -115,6 +118,33 @@ BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     "scripted": ProviderConfig(kind="scripted"),
 }
 """Providers every config has unless it redefines them."""
+
+
+class ModelConfig(BaseModel):
+    """``[models."provider:model"]``: what the configuration says of one routed model.
+    ``prices`` (USD per million tokens: ``input``, ``cached_input``, ``output``) replace the
+    catalog's list prices of a built-in provider's model, or give a model its prices."""
+
+    model_config = _STRICT
+
+    prices: ModelPrices | None = None
+
+
+class ModelFacts(BaseModel):
+    """One model's resolved facts: its context window and output limit in tokens and its
+    prices (``None``: unknown), and where each came from (``context_window_from`` names the
+    config key, or ``catalog``; ``prices_from`` likewise; ``checked`` is the date the catalog
+    entry was checked; ``note`` says when a model is an alias or retired)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    context_window: int | None = None
+    context_window_from: str | None = None
+    max_output: int | None = None
+    prices: ModelPrices | None = None
+    prices_from: str | None = None
+    checked: str | None = None
+    note: str | None = None
 
 
 class PresetConfig(BaseModel):
@@ -218,6 +248,8 @@ class Config(BaseModel):
     persistence: PersistenceConfig = Field(default_factory=PersistenceConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     presets: dict[str, PresetConfig] = Field(default_factory=dict)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    """``[models."provider:model"]``: per-model settings (``prices``)."""
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     """``[instructions]``: the ``AGENTS.md`` files offered in the session prefix."""
@@ -240,6 +272,60 @@ class Config(BaseModel):
     def _is_a_route(cls, route: str) -> str:
         parse_route(route)
         return route
+
+    @field_validator("models")
+    @classmethod
+    def _keys_are_routes(cls, models: dict[str, ModelConfig]) -> dict[str, ModelConfig]:
+        for route in models:
+            parse_route(route, where=f"models.{route}")
+        return models
+
+    def model_facts(self, provider: str, model: str) -> ModelFacts:
+        """What is known of ``model`` served by ``provider`` without asking its server: the
+        window from ``[providers.NAME] context_windows``, else its ``context_window``, else the
+        catalog of the provider's base URL; the output limit from that catalog; the prices from
+        ``[models."provider:model"] prices``, else the catalog."""
+        config = self.provider(provider)
+        catalog = catalog_for(config.base_url) if config is not None else None
+        listed = catalog.models.get(model) if catalog is not None else None
+        facts: dict[str, Any] = {}
+        if config is not None and model in config.context_windows:
+            facts["context_window"] = config.context_windows[model]
+            facts["context_window_from"] = f"providers.{provider}.context_windows"
+        elif config is not None and config.context_window is not None:
+            facts["context_window"] = config.context_window
+            facts["context_window_from"] = f"providers.{provider}.context_window"
+        elif listed is not None:
+            facts["context_window"] = listed.context_window
+            facts["context_window_from"] = "catalog"
+        configured = self.models.get(f"{provider}:{model}")
+        if configured is not None and configured.prices is not None:
+            facts["prices"] = configured.prices
+            facts["prices_from"] = f'models."{provider}:{model}".prices'
+        elif listed is not None and listed.prices is not None:
+            facts["prices"] = listed.prices
+            facts["prices_from"] = "catalog"
+        if listed is not None:
+            facts |= {"max_output": listed.max_output, "note": listed.note}
+            facts["checked"] = catalog.checked if catalog is not None else None
+        return ModelFacts(**facts)
+
+    def known_models(self) -> list[tuple[str, str]]:
+        """Every ``(provider, model)`` something is known of: the catalog's models of each
+        provider served at a built-in base URL, each ``context_windows`` entry, each
+        ``[models."provider:model"]`` table."""
+        routes: dict[tuple[str, str], None] = {}
+        for name in self.provider_names():
+            config = self.provider(name)
+            assert config is not None
+            catalog = catalog_for(config.base_url)
+            for model in catalog.models if catalog is not None else ():
+                routes[(name, model)] = None
+            for model in config.context_windows:
+                routes[(name, model)] = None
+        for route in self.models:
+            routes[parse_route(route)] = None
+        return list(routes)
 
     def provider(self, name: str) -> ProviderConfig | None:
         """The provider named ``name``: a built-in one with what the config sets for it laid
@@ -303,6 +389,10 @@ class Config(BaseModel):
             dsn = self.environment().get(self.persistence.dsn_env)
             persistence["dsn"] = "***" if dsn else "(not set)"
         data["providers"] = providers
+        data["models"] = {
+            f"{provider}:{model}": _facts_as_written(self.model_facts(provider, model))
+            for provider, model in self.known_models()
+        }
         data["mcp"] = {
             "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}
         }
@@ -310,6 +400,29 @@ class Config(BaseModel):
         if self.hooks is not None:
             data["hooks"] = _hooks_as_written(self.hooks)
         return data
+
+
+def _facts_as_written(facts: ModelFacts) -> dict[str, Any]:
+    """A model's facts for a dump: its window, output limit and prices, and in ``source``
+    where they came from, in one line."""
+    prices = facts.prices
+    written: dict[str, Any] = {
+        "context_window": facts.context_window,
+        "max_output": facts.max_output,
+        "prices": None
+        if prices is None
+        else f"input {prices.input:g}, cached_input "
+        + ("?" if prices.cached_input is None else f"{prices.cached_input:g}")
+        + f", output {prices.output:g} (USD per 1M tokens)",
+    }
+    sources = [
+        f"window: {facts.context_window_from}" if facts.context_window_from else "",
+        f"prices: {facts.prices_from}" if facts.prices_from else "",
+        f"catalog of {facts.checked}" if facts.checked else "",
+        facts.note or "",
+    ]
+    written["source"] = "; ".join(part for part in sources if part) or None
+    return written
 
 
 def _hooks_as_written(hooks: HooksConfig) -> dict[str, Any]:

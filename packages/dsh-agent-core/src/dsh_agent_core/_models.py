@@ -1,4 +1,5 @@
-"""Models from the configuration: one ``dsh_llm.Model`` per provider, built on first use."""
+"""Models from the configuration: one ``dsh_llm.Model`` per provider, built on first use, that
+knows each model's context window (the configuration, the catalog, else its server's answer)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 
+from dsh_agent_core._catalog import catalog_model
 from dsh_agent_core._config import Config, ProviderConfig
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
@@ -45,38 +47,70 @@ class ProviderModel:
             self._model = ScriptedReplies(config.replies)
 
     def context_window(self, model: str) -> int | None:
-        """What the configuration says of ``model``'s window (`dsh_llm.ModelInfo`)."""
-        return self.config.window_of(model)
+        """The window of ``model`` in tokens (`dsh_llm.ModelInfo`): the configuration's
+        (``context_windows``, else ``context_window``), else the catalog's for a provider
+        served at a built-in base URL, else what its server said when
+        :meth:`discover_context_window` asked; ``None`` when nothing says it."""
+        window = self.config.window_of(model)
+        if window is None:
+            listed = catalog_model(self.config.base_url, model)
+            window = listed.context_window if listed is not None else None
+        if window is None and isinstance(self._model, OpenAICompatibleModel):
+            window = self._model.context_window(model)
+        return window
+
+    def max_output(self, model: str) -> int | None:
+        """The most tokens ``model`` answers with, from the catalog (``None``: unknown)."""
+        listed = catalog_model(self.config.base_url, model)
+        return listed.max_output if listed is not None else None
+
+    async def discover_context_window(self, model: str) -> int | None:
+        """The window of ``model``, asking its server once when neither the configuration nor
+        the catalog says it (``GET /v1/models``, llama.cpp's ``/props``, Ollama's
+        ``/api/show``; see `dsh_model_openai.OpenAICompatibleModel`). Never raises: a scripted
+        provider, a missing key or a server that says nothing gives ``None``."""
+        known = self.context_window(model)
+        if known is not None or self.config.kind == "scripted":
+            return known
+        adapter = self._adapter(model)
+        if not isinstance(adapter, OpenAICompatibleModel):
+            return None
+        return await adapter.discover_context_window(model)
 
     def _failure(self, message: str, code: str) -> FinishChunk:
         return FinishChunk(
             reason=FinishReason(kind="error", error=LlmFailure(message=message, code=code))
         )
 
+    def _adapter(self, model: str) -> OpenAICompatibleModel | ScriptedReplies | FinishChunk:
+        """The provider's client, built on first use (a failure when it cannot be)."""
+        if self._model is not None:
+            return self._model
+        config = self.config
+        variable = config.api_key_env
+        key = self._env.get(variable) if variable is not None else None
+        if variable is not None and not key:
+            return self._failure(
+                f"provider {self.name!r}: the environment variable {variable} is not set "
+                "(it holds the API key)",
+                "AUTH",
+            )
+        if not config.base_url:
+            return self._failure(f"provider {self.name!r} has no base_url", "BAD_REQUEST")
+        # no window here: this object says each model's own (the configuration's, the
+        # catalog's), and the adapter only what the server answers
+        self._model = OpenAICompatibleModel(
+            config.base_url, key, model, reasoning_replay=config.reasoning_replay
+        )
+        return self._model
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
         """Stream ``request`` from this provider."""
-        if self._model is None:
-            config = self.config
-            variable = config.api_key_env
-            key = self._env.get(variable) if variable is not None else None
-            if variable is not None and not key:
-                yield self._failure(
-                    f"provider {self.name!r}: the environment variable {variable} is not set "
-                    "(it holds the API key)",
-                    "AUTH",
-                )
-                return
-            if not config.base_url:
-                yield self._failure(f"provider {self.name!r} has no base_url", "BAD_REQUEST")
-                return
-            self._model = OpenAICompatibleModel(
-                config.base_url,
-                key,
-                request.model,
-                reasoning_replay=config.reasoning_replay,
-                context_window=config.window_of(request.model),
-            )
-        async for chunk in self._model.stream(request):
+        adapter = self._adapter(request.model)
+        if isinstance(adapter, FinishChunk):
+            yield adapter
+            return
+        async for chunk in adapter.stream(request):
             yield chunk
 
     async def aclose(self) -> None:

@@ -9,7 +9,8 @@
 - **Manual** (:meth:`Compactor.compact_now`): an idle agent's history, owner-less.
 
 Failures of the automatic triggers are logged as warnings and never stop a step; a missing
-context window or a retained tail not below the threshold is warned once per model.
+context window or a retained tail not below the threshold is warned once per session and model
+(never once per turn).
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class Compactor:
     mapping the loop routes by); the routed model's ``context_window`` (``dsh_llm.ModelInfo``)
     sets the threshold, and a model that reports none is left alone by the pressure trigger.
     ``summarizer(model)`` makes the summary call (default: one streamed call of that model).
+    ``window_hint(provider, model)`` says how to give a model its window, for the one notice a
+    session gets when its model reports none (default: "set context_window for it"); ``None``
+    from it means no notice for that model (one compacted by hand only, such as a scripted one).
     :meth:`install` mounts the triggers on an :class:`~dsh_agent.Extensions`.
     """
 
@@ -73,6 +77,7 @@ class Compactor:
         *,
         meter: TokenMeter | None = None,
         summarizer: Callable[[Model], Summarizer] = model_summarizer,
+        window_hint: Callable[[str, str], str | None] | None = None,
     ) -> None:
         if isinstance(models, Mapping):
             self._models: Mapping[str, Model] = dict(models)
@@ -83,7 +88,8 @@ class Compactor:
         self.meter = meter if meter is not None else TokenMeter()
         self._summarizer = summarizer
         self._states: weakref.WeakKeyDictionary[Session, BracketState] = weakref.WeakKeyDictionary()
-        self._warned: set[tuple[str, str]] = set()
+        self._window_hint = window_hint
+        self._warned: set[tuple[str, str, str]] = set()
         self._policies: dict[tuple[str | None, str | None], CompactionPolicy] = {}
 
     # -- mounting ---------------------------------------------------------------------------
@@ -207,10 +213,12 @@ class Compactor:
         policy = self.policy(provider, model)
         window = self.context_window(provider, model)
         if window is None:
+            hint = self._hint(provider, model)
             raise CompactionError(
                 session.id,
                 "config",
-                f"model {provider}:{model} reports no context window (set context_window for it)",
+                f"model {provider}:{model} reports no context window, so its sessions are only "
+                "compacted by hand" + (f"; {hint}" if hint else ""),
             )
         threshold, retained = policy.threshold(window), policy.retained(window)
         if retained >= threshold:
@@ -273,6 +281,9 @@ class Compactor:
 
     async def _pre_step(self, step: StepContext, decision: PreStepDecision) -> None:
         agent = step.agent
+        route = _route(agent.session)
+        if route is not None and self.context_window(*route) is None and not self._hint(*route):
+            return  # a model compacted by hand only: nothing to say, nothing to do
         try:
             result = await self.compact_if_needed(agent)
         except CompactionError as error:
@@ -291,12 +302,19 @@ class Compactor:
             )
         return
 
+    def _hint(self, provider: str, model: str) -> str | None:
+        if self._window_hint is None:
+            return "set context_window for it"
+        return self._window_hint(provider, model)
+
     def _warn(self, agent: Agent, error: CompactionError) -> None:
         if error.code == "config":
-            route = _route(agent.session) or ("", "")
-            if route in self._warned:
+            # one notice per session and model, whatever the number of turns and steps
+            provider, model = _route(agent.session) or ("", "")
+            key = (agent.session.id, provider, model)
+            if key in self._warned:
                 return
-            self._warned.add(route)
+            self._warned.add(key)
         _log.warning("%s", error)
 
     # -- overflow -------------------------------------------------------------------------------
