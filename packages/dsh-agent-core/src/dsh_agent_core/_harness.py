@@ -16,6 +16,7 @@ from dsh_agent_core._config import Config, parse_route
 from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
 from dsh_agent_core._hook_files import hook_files
 from dsh_agent_core._instructions import ProjectInstructions
+from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
 from dsh_agent_core._models import provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._runtime_context import RuntimeContext
@@ -200,8 +201,12 @@ class Harness:
         else:
             self.skills = None
         self.extensions.request.add(FallbackTitles())
-        # compaction first: the runtime context then sees the surface the step will send
-        self.compactor = Compactor(self.models, config.compaction)
+        # each routed model's window is known (asked of its server once) before compaction reads
+        # it; compaction first: the runtime context then sees the surface the step will send
+        self.extensions.pre_step.add(WindowDiscovery(self.models))
+        self.compactor = Compactor(
+            self.models, config.compaction, window_hint=missing_window_hint(config)
+        )
         self._compaction = self.compactor.install(self.extensions)
         self.extensions.pre_step.add(RuntimeContext())
         bash = BashTool(
