@@ -14,6 +14,14 @@ command.
 - ``SessionStatusRow``: what ``session_status`` and ``dsh sessions`` report.
 """
 
+from dsh_agent_core._catalog import (
+    BUILTIN_CATALOGS,
+    CatalogModel,
+    ModelPrices,
+    ProviderCatalog,
+    catalog_for,
+    catalog_model,
+)
 from dsh_agent_core._config import (
     BUILTIN_PROVIDERS,
     CONFIG_FILE_NAME,
@@ -21,6 +29,8 @@ from dsh_agent_core._config import (
     Config,
     InstructionsConfig,
     LocalSkillsConfig,
+    ModelConfig,
+    ModelFacts,
     PersistenceConfig,
     PresetConfig,
     ProviderConfig,
@@ -38,6 +48,11 @@ from dsh_agent_core._instructions import (
     instruction_files,
     load_instructions,
 )
+from dsh_agent_core._model_windows import (
+    DISCOVERY_TIMEOUT,
+    WindowDiscovery,
+    missing_window_hint,
+)
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
 from dsh_agent_core._session_tools import SessionCreateTool, SessionHost, SessionStatusTool
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
@@ -46,11 +61,14 @@ from dsh_agent_core._status import SessionStatus, SessionStatusRow
 from dsh_agent_core._titles import FallbackTitles, fallback_title
 
 __all__ = [
+    "BUILTIN_CATALOGS",
     "BUILTIN_PROVIDERS",
     "CONFIG_FILE_NAME",
+    "DISCOVERY_TIMEOUT",
     "INSTRUCTIONS_PLUGIN",
     "SHUTDOWN_SIGNALS",
     "BashConfig",
+    "CatalogModel",
     "Config",
     "ConfigError",
     "DshError",
@@ -61,9 +79,13 @@ __all__ = [
     "InstructionsConfig",
     "LoadedInstructions",
     "LocalSkillsConfig",
+    "ModelConfig",
+    "ModelFacts",
+    "ModelPrices",
     "PersistenceConfig",
     "PresetConfig",
     "ProjectInstructions",
+    "ProviderCatalog",
     "ProviderConfig",
     "ProviderModel",
     "ScriptedReplies",
@@ -76,13 +98,17 @@ __all__ = [
     "SkillCatalog",
     "SkillsConfig",
     "UnknownPresetError",
+    "WindowDiscovery",
     "build_persistence",
+    "catalog_for",
+    "catalog_model",
     "compose",
     "discover_skills",
     "fallback_title",
     "instruction_files",
     "load_config",
     "load_instructions",
+    "missing_window_hint",
     "parse_route",
     "shutdown_on_signals",
 ]
