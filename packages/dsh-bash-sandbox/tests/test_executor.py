@@ -311,3 +311,24 @@ async def test_an_executor_never_closed_still_removes_its_directories_when_colle
     del executor
     gc.collect()
     assert list((tmp_path / "root").iterdir()) == []
+
+
+async def test_concurrent_commands_share_placeholders_and_leave_nothing(
+    inner: FakeInner, tmp_path: Path
+) -> None:
+    """Sixteen commands at once in a workspace without protected names: each joins the
+    placeholders the others made (one that ends never removes what another has mounted), every
+    command runs, none creates a protected name, and nothing is left afterwards."""
+    workspace = tmp_path / "fresh"
+    workspace.mkdir()
+    executor = SandboxExecutor(inner)
+    command = "mkdir .claude 2>/dev/null || echo refused"
+
+    async def one() -> str:
+        request = ShellExecRequest(command, workdir=workspace)
+        return (await executor.run(executor.resolve(request))).stdout.text
+
+    outputs = await asyncio.gather(*(one() for _ in range(16)))
+    assert outputs == ["refused\n"] * 16
+    assert list(workspace.iterdir()) == []
+    await executor.aclose()

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Final
 
 from dsh_bash_sandbox._argv import SECCOMP_FD, bwrap_argv, shell_line, signal_from_status
-from dsh_bash_sandbox._placeholders import PlaceholderHold
+from dsh_bash_sandbox._placeholders import PlaceholderHold, is_placeholder
 from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
 from dsh_shell import (
@@ -125,6 +125,17 @@ def _writable_roots(policy: SandboxPolicy) -> tuple[Path, ...]:
     return policy.writable_paths
 
 
+def _missing_or_placeholder(path: Path) -> bool:
+    """Whether ``path`` is missing, or is a placeholder another command holds (joined, so that
+    its last user cannot remove it while this command has it mounted)."""
+    try:
+        return is_placeholder(os.lstat(path))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def _missing_protected(policy: SandboxPolicy) -> Iterator[Path]:
     """Where a placeholder must hold a protected path that does not exist yet: each protected
     name directly in the workspace and the configured writable roots, and the first missing
@@ -136,7 +147,7 @@ def _missing_protected(policy: SandboxPolicy) -> Iterator[Path]:
     real_roots = [root for root in dict.fromkeys(real_roots) if root.is_dir()]
     for root in real_roots:
         for name in policy.protected_names:
-            if not os.path.lexists(root / name):
+            if _missing_or_placeholder(root / name):
                 yield root / name
     for target in policy.protected_targets:
         real = Path(os.path.realpath(target))  # the part that exists, resolved
@@ -146,7 +157,7 @@ def _missing_protected(policy: SandboxPolicy) -> Iterator[Path]:
         path = inside
         for part in real.relative_to(inside).parts:
             path = path / part
-            if not os.path.lexists(path):
+            if _missing_or_placeholder(path):
                 yield path
                 break
 
