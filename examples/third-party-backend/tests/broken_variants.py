@@ -123,6 +123,16 @@ class BrokenServiceFlushSkipsTheOldest(WriteBackPersistence):
         return super().pending_writers()[1:]
 
 
+class BrokenServiceFlushSkipsTheOldestOfSeveral(MemoryPersistence):
+    """persistence.flush() leaves out the oldest created session when several wait (appends
+    are stored at once, so only one with nothing appended stays unpublished)."""
+
+    async def flush(self) -> None:
+        waiting = builtins.list(self._pending.values())
+        for handle in waiting[1:] if len(waiting) > 1 else waiting:
+            await handle.flush()
+
+
 class BrokenFlushPublishesNothing(WriteBackPersistence):
     """flush() returns without publishing anything; only close does."""
 
@@ -513,6 +523,7 @@ VARIANTS: dict[str, type[MemoryPersistence]] = {
     cls.__name__: cls
     for cls in (
         BrokenServiceFlushSkipsTheOldest,
+        BrokenServiceFlushSkipsTheOldestOfSeveral,
         BrokenFlushPublishesNothing,
         BrokenSizeNeverGrows,
         BrokenUpdatedAtFrozen,

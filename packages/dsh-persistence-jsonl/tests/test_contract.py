@@ -14,13 +14,14 @@ from dsh_session import decode_row
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
 
 
-def _spoil_line(lines: list[bytes], seq: int) -> bool:
-    """Make the line holding event ``seq`` invalid JSON of the same length; False if absent."""
+def _spoil_line(lines: list[bytes], seq: int, record: bytes | None = None) -> bool:
+    """Make the line holding event ``seq`` invalid JSON of the same length (or ``record``);
+    False if absent."""
     for index, line in enumerate(lines):
         if index == 0 or not line:
             continue  # the header, or the b"" after the last newline
         if any(event.seq == seq for event in decode_row(line)):
-            lines[index] = b"#" + line[1:]
+            lines[index] = b"#" + line[1:] if record is None else record
             return True
     return False
 
@@ -36,20 +37,21 @@ def _frames(data: bytes) -> list[bytes]:
     return frames
 
 
-def damage_log(path: Path, compression: str, seq: int) -> None:
+def damage_log(path: Path, compression: str, seq: int, record: bytes | None = None) -> None:
     """Spoil the stored record of event ``seq`` in place, the others intact: plain, one byte of
-    its line (no longer JSON); zstd, the same in its frame, recompressed with a checksum that
-    matches (a checksummed frame holding a bad line cannot be a torn write)."""
+    its line (no longer JSON) or the whole line replaced by ``record``; zstd, the same in its
+    frame, recompressed with a checksum that matches (a checksummed frame holding a bad line
+    cannot be a torn write)."""
     data = path.read_bytes()
     if compression == "none":
         lines = data.split(b"\n")
-        assert _spoil_line(lines, seq), f"damage_event: no event {seq} in {path}"
+        assert _spoil_line(lines, seq, record), f"damage_event: no event {seq} in {path}"
         path.write_bytes(b"\n".join(lines))
         return
     frames = _frames(data)
     for index, frame in enumerate(frames):
         lines = zstandard.ZstdDecompressor().decompressobj().decompress(frame).split(b"\n")
-        if index and _spoil_line(lines, seq):
+        if index and _spoil_line(lines, seq, record):
             compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=True)
             frames[index] = compressor.compress(b"\n".join(lines))
             path.write_bytes(b"".join(frames))
@@ -87,7 +89,20 @@ class TestJsonlPersistenceContract(PersistenceContract):
             damage_log(store.log_path(snapshot.header), variant.compression, seq)
             await store.aclose()
 
-        capabilities = {"reopen", "cross_process", "corrupt_tail", "damage_event"}
+        async def replace_record(session_id: str, seq: int, record: bytes) -> None:
+            store = variant.make(root)
+            snapshot = await store.stat(session_id)
+            assert snapshot is not None, f"replace_record: no session {session_id!r}"
+            damage_log(store.log_path(snapshot.header), variant.compression, seq, record)
+            await store.aclose()
+
+        capabilities = {
+            "reopen",
+            "cross_process",
+            "corrupt_tail",
+            "damage_event",
+            "replace_record",
+        }
         if variant.compression == "none":
             capabilities.add("plain_path")
         return PersistenceFixture(
@@ -95,6 +110,7 @@ class TestJsonlPersistenceContract(PersistenceContract):
             capabilities=frozenset(capabilities),
             corrupt_tail=corrupt_tail,
             damage_event=damage_event,
+            replace_record=replace_record,
             child_factory=CHILD_FACTORY,
             child_args={"root": str(root), **variant.child_args},
         )

@@ -35,15 +35,16 @@ def insert_torn_row(schema: str, session_id: str) -> None:
         )
 
 
-def damage_row(schema: str, session_id: str, seq: int) -> None:
+def damage_row(schema: str, session_id: str, seq: int, line: str = DAMAGED_LINE) -> None:
     """Out of band, in place: the row of event ``seq`` no longer decodes (its line becomes text
-    that is not JSON); every other row is left as it is."""
+    that is not JSON, or ``line``: short, so stored uncompressed as the backend would); every
+    other row is left as it is."""
     with psycopg.connect(DSN, autocommit=True, connect_timeout=5) as connection:
         cursor = connection.execute(
             sql.SQL(
                 "UPDATE {s}.events SET line = %s, zline = NULL WHERE session_id = %s AND seq = %s"
             ).format(s=sql.Identifier(schema)),
-            (DAMAGED_LINE, to_column(session_id), seq),
+            (line, to_column(session_id), seq),
         )
         assert cursor.rowcount == 1, f"no row holds seq {seq} of {session_id!r}"
 
@@ -65,14 +66,20 @@ class TestPostgresPersistenceContract(PersistenceContract):
         async def damage_event(session_id: str, seq: int) -> None:
             await asyncio.to_thread(damage_row, schema, session_id, seq)
 
+        async def replace_record(session_id: str, seq: int, record: bytes) -> None:
+            await asyncio.to_thread(damage_row, schema, session_id, seq, record.decode())
+
         async def cleanup() -> None:
             await asyncio.to_thread(mk.drop_schema, schema)
 
         return PersistenceFixture(
             factory=lambda: PostgresPersistence(DSN, schema=schema, compression=compression),
-            capabilities=frozenset({"reopen", "cross_process", "corrupt_tail", "damage_event"}),
+            capabilities=frozenset(
+                {"reopen", "cross_process", "corrupt_tail", "damage_event", "replace_record"}
+            ),
             corrupt_tail=corrupt_tail,
             damage_event=damage_event,
+            replace_record=replace_record,
             child_factory=CHILD_FACTORY,
             child_args=mk.child_args(schema, compression=compression),
             cleanup=cleanup,

@@ -34,15 +34,16 @@ def _insert_torn_row(path: Path, session_id: str) -> None:
         connection.close()
 
 
-def damage_row(path: Path, session_id: str, seq: int) -> None:
+def damage_row(path: Path, session_id: str, seq: int, line: bytes = DAMAGED_LINE) -> None:
     """Out of band, in place: the row holding event ``seq`` no longer decodes (its line becomes
-    text that is not JSON); every other row is left as it is."""
+    text that is not JSON, or ``line``: short, so stored uncompressed as the backend would);
+    every other row is left as it is."""
     connection = sqlite3.connect(path, isolation_level=None)
     try:
         cursor = connection.execute(
             "UPDATE events SET compressed = 0, line = CAST(? AS TEXT) "
             "WHERE session_id = ? AND seq <= ? AND last_seq >= ?",
-            (DAMAGED_LINE, to_column(session_id), seq, seq),
+            (line, to_column(session_id), seq, seq),
         )
         assert cursor.rowcount == 1, f"no row holds seq {seq} of {session_id!r}"
     finally:
@@ -60,11 +61,17 @@ class TestSqlitePersistenceContract(PersistenceContract):
         async def damage_event(session_id: str, seq: int) -> None:
             await asyncio.to_thread(damage_row, db_path, session_id, seq)
 
+        async def replace_record(session_id: str, seq: int, record: bytes) -> None:
+            await asyncio.to_thread(damage_row, db_path, session_id, seq, record)
+
         return PersistenceFixture(
             factory=lambda: variant.make(db_path),
-            capabilities=frozenset({"reopen", "cross_process", "corrupt_tail", "damage_event"}),
+            capabilities=frozenset(
+                {"reopen", "cross_process", "corrupt_tail", "damage_event", "replace_record"}
+            ),
             corrupt_tail=corrupt_tail,
             damage_event=damage_event,
+            replace_record=replace_record,
             child_factory=CHILD_FACTORY,
             child_args={"path": str(db_path), **variant.child_args},
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -37,13 +38,14 @@ from dsh_persistence import (
     decode_stored_header,
     materialize_append_batch,
     materialize_create_header,
+    refuse_reserved_type,
 )
 from dsh_persistence.testing import PersistenceFixture
 from dsh_session import SessionEvent, SessionHeader, decode_event, encode_header_line
 
 THIS_FILE = str(Path(__file__).resolve())
 ALL_CAPABILITIES = frozenset(
-    {"reopen", "cross_process", "corrupt_tail", "damage_event", "plain_path"}
+    {"reopen", "cross_process", "corrupt_tail", "damage_event", "replace_record", "plain_path"}
 )
 
 
@@ -53,6 +55,7 @@ def _parse(
     *,
     tolerate_torn_tail: bool = True,
     tolerate_damage: bool = False,
+    decode: Callable[[bytes], SessionEvent] = decode_event,
 ) -> tuple[SessionHeader, int, list[SessionEvent], int]:
     """(header, inherited count, events, byte length of the committed part) of a log file."""
     data = path.read_bytes()
@@ -67,7 +70,7 @@ def _parse(
     events: list[SessionEvent] = []
     for number, line in enumerate(lines[1:], start=2):
         try:
-            events.append(decode_event(line))
+            events.append(decode(line))
         except ValueError as error:
             if tolerate_torn_tail and number == len(lines):  # a torn tail, not damage
                 committed -= len(line) + 1
@@ -78,6 +81,13 @@ def _parse(
             raise SessionPersistenceCorruptionError(
                 session_id, str(error), artifact=str(path), line=number
             ) from error
+        if events[-1].seq != number - 2:
+            raise SessionPersistenceCorruptionError(
+                session_id,
+                f"the line of seq {number - 2} holds seq {events[-1].seq}",
+                artifact=str(path),
+                line=number,
+            )
     return header, inherited, events, committed
 
 
@@ -174,7 +184,7 @@ class DirHandle:
                 if not self._materialized:
                     self._owner.erase(self)
                 self._owner.release(self.id, self._lock)
-            self._owner.handles.discard(self)
+            self._owner.handles.pop(self, None)
 
     async def __aenter__(self) -> DirHandle:
         return self
@@ -193,7 +203,7 @@ class DirPersistence:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.pending: set[str] = set()
-        self.handles: set[DirHandle] = set()
+        self.handles: dict[DirHandle, None] = {}  # insertion-ordered: oldest first
 
     # --- layout and ownership (the broken variants override these) ---------------------------
 
@@ -205,7 +215,18 @@ class DirPersistence:
             path,
             tolerate_torn_tail=tolerate_torn_tail,
             tolerate_damage=self.tolerate_damage,
+            decode=self.decode,
         )
+
+    def decode(self, line: bytes) -> SessionEvent:
+        """One stored line's event; any malformed line raises ``ValueError``."""
+        event = decode_event(line)
+        refuse_reserved_type("", 0, event.type)
+        return event
+
+    def flush_order(self) -> list[DirHandle]:
+        """The write handles a service ``flush`` reaches, oldest first."""
+        return [h for h in self.handles if h.access == "write"]
 
     def session_dir(self, session_id: str) -> Path:
         return self.root / session_id.encode("utf-8", "surrogatepass").hex()
@@ -265,7 +286,7 @@ class DirPersistence:
     # --- the service -------------------------------------------------------------------------
 
     def _track(self, handle: DirHandle) -> DirHandle:
-        self.handles.add(handle)
+        self.handles[handle] = None
         return handle
 
     async def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> DirHandle:
@@ -342,10 +363,9 @@ class DirPersistence:
         return [s for s in snapshots if s is not None]
 
     async def flush(self) -> None:
-        for handle in list(self.handles):
-            if handle.access == "write":
-                with contextlib.suppress(SessionHandleClosedError):
-                    await handle.flush()
+        for handle in self.flush_order():
+            with contextlib.suppress(SessionHandleClosedError):
+                await handle.flush()
 
     async def aclose(self) -> None:
         for handle in list(self.handles):
@@ -528,6 +548,39 @@ class BrokenTruncatesThenRefuses(DirPersistence):
             raise
 
 
+class BrokenServiceFlushSkipsTheOldest(DirPersistence):
+    """persistence.flush() leaves out the oldest write handle when there are several (appends
+    are written at once, so only a created session with nothing appended is left unpublished)."""
+
+    def flush_order(self) -> list[DirHandle]:
+        writers = super().flush_order()
+        return writers[1:] if len(writers) > 1 else writers
+
+
+class BrokenMalformedRecordsEscapeAsTypeErrors(DirPersistence):
+    """Decodes stored lines by looking their type up first, so a record that is a list, or
+    whose type is a list or an object, escapes as TypeError, not as corruption."""
+
+    def decode(self, line: bytes) -> SessionEvent:
+        wire = json.loads(line)
+        _ = wire["type"] in {"turn/start", "turn/end"}  # unhashable: TypeError
+        return super().decode(line)
+
+
+class BrokenCorruptionNamesNoSession(DirPersistence):
+    """Reports a record that parses but is no event as corruption of session '' at no line."""
+
+    def decode(self, line: bytes) -> SessionEvent:
+        try:
+            return super().decode(line)
+        except ValueError as error:
+            try:
+                json.loads(line)
+            except ValueError:
+                raise error from None  # not JSON at all: damage, named right by the caller
+            raise SessionPersistenceCorruptionError("", str(error)) from error
+
+
 VARIANTS: dict[str, type[DirPersistence]] = {
     cls.__name__: cls
     for cls in (
@@ -547,6 +600,9 @@ VARIANTS: dict[str, type[DirPersistence]] = {
         BrokenReadNeverYields,
         BrokenTruncatesDamage,
         BrokenTruncatesThenRefuses,
+        BrokenServiceFlushSkipsTheOldest,
+        BrokenMalformedRecordsEscapeAsTypeErrors,
+        BrokenCorruptionNamesNoSession,
     )
 }
 
@@ -575,6 +631,18 @@ def damage_event_of(root: Path, variant: type[DirPersistence]) -> Callable[[str,
     return damage
 
 
+def replace_record_of(
+    root: Path, variant: type[DirPersistence]
+) -> Callable[[str, int, bytes], None]:
+    def replace(session_id: str, seq: int, record: bytes) -> None:
+        path = variant(root).log_path(session_id)
+        lines = path.read_bytes().split(b"\n")
+        lines[seq + 1] = record
+        path.write_bytes(b"\n".join(lines))
+
+    return replace
+
+
 def dir_fixture(
     root: Path,
     variant: type[DirPersistence] = DirPersistence,
@@ -588,6 +656,7 @@ def dir_fixture(
         capabilities=capabilities,
         corrupt_tail=corrupt_tail_of(root, variant),
         damage_event=damage_event_of(root, variant),
+        replace_record=replace_record_of(root, variant),
         child_factory=f"{THIS_FILE}:child_backend",
         child_args={"root": str(root), "variant": variant.__name__},
         cleanup=cleanup,

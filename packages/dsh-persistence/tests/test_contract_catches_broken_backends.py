@@ -57,6 +57,24 @@ BROKEN: dict[str, dict[str, str]] = {
     "BrokenTruncatesThenRefuses": {
         "damage_in_the_middle_is_corruption_and_is_never_repaired": "the second open(write)"
     },
+    "BrokenServiceFlushSkipsTheOldest": {
+        "service_flush_materializes_every_one_of_several_pending_sessions": (
+            "a fresh list() after flush() omits 'several-empty-0'"
+        ),
+        "service_flush_in_a_child_makes_every_handle_durable_before_it_is_killed": (
+            "omits 'killed-after-flush-empty-0'"
+        ),
+    },
+    "BrokenMalformedRecordsEscapeAsTypeErrors": {
+        "malformed_stored_records_are_corruption_naming_the_session_and_seq": (
+            "TypeError: list indices must be integers"
+        ),
+    },
+    "BrokenCorruptionNamesNoSession": {
+        "malformed_stored_records_are_corruption_naming_the_session_and_seq": (
+            "session '' is corrupt"
+        ),
+    },
     "BrokenFailedOpenKeepsClaim": {
         "write_open_refuses_an_unknown_non_ignorable_type": "got SessionAlreadyOwnedError"
     },

@@ -13,6 +13,7 @@ def test_known_capabilities_are_documented() -> None:
         "cross_process",
         "corrupt_tail",
         "damage_event",
+        "replace_record",
         "plain_path",
     }
     assert all(CAPABILITIES.values())
@@ -26,6 +27,17 @@ def test_unknown_capability_is_refused_naming_the_known_ones() -> None:
 def test_corrupt_tail_capability_needs_its_hook() -> None:
     with pytest.raises(ValueError, match="corrupt_tail hook"):
         PersistenceFixture(factory=object, capabilities=frozenset({"reopen", "corrupt_tail"}))
+
+
+def test_replace_record_capability_needs_its_hook_and_reopen() -> None:
+    with pytest.raises(ValueError, match="replace_record hook"):
+        PersistenceFixture(factory=object, capabilities=frozenset({"reopen", "replace_record"}))
+    with pytest.raises(ValueError, match="needs 'reopen'"):
+        PersistenceFixture(
+            factory=object,
+            capabilities=frozenset({"replace_record"}),
+            replace_record=lambda session_id, seq, record: None,
+        )
 
 
 def test_cross_process_capability_needs_a_child_factory() -> None:

@@ -16,6 +16,7 @@ from dsh_persistence import (
     assert_writable_event,
     assert_writable_events,
     check_read_range,
+    decode_stored_event,
     decode_stored_header,
     format_version_refusal,
     materialize_append_batch,
@@ -224,3 +225,35 @@ def test_encode_append_batch_refuses_what_is_not_events_naming_the_index(
 
     with pytest.raises(error, match=said):
         encode_append_batch("s", batch)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        b"[1,2]",
+        b"null",
+        b'"turn/start"',
+        b"not json",
+        b'{"type":["turn/start"],"seq":3,"time":1,"data":{}}',
+        b'{"type":{"a":1},"seq":3,"time":1,"data":{}}',
+        b'{"type":"mystery/x","seq":"3","time":1,"data":{}}',
+        b'{"type":"mystery/x","time":1,"data":{}}',
+        b'{"type":"mystery/x","seq":3,"time":"now","data":{}}',
+        b'{"type":"mystery/x","seq":4,"time":1,"data":{}}',
+        b'{"type":"text-chunks","seq":3,"time":1,"data":{}}',
+    ],
+)
+def test_a_stored_record_that_is_no_event_is_corruption_naming_session_and_seq(
+    record: bytes,
+) -> None:
+    with pytest.raises(SessionPersistenceCorruptionError, match="seq 3") as info:
+        decode_stored_event("s-1", record, 3, artifact="db")
+    assert (info.value.session_id, info.value.row, info.value.artifact) == ("s-1", 3, "db")
+    with pytest.raises(SessionPersistenceCorruptionError) as info:
+        decode_stored_event("s-1", record, 3, artifact="log.jsonl", line=5)
+    assert (info.value.line, info.value.row) == (5, None)
+
+
+def test_a_stored_record_of_its_seq_decodes() -> None:
+    line = encode_event(_event("mystery/x", 3, {"k": 1}))
+    assert encode_event(decode_stored_event("s-1", line, 3)) == line

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -31,10 +31,11 @@ from dsh_persistence import (
     assert_contiguous,
     assert_writable_events,
     check_read_range,
+    decode_stored_event,
     materialize_append_batch,
     materialize_create_header,
 )
-from dsh_session import SessionEvent, SessionHeader, decode_event, encode_header_line
+from dsh_session import SessionEvent, SessionHeader, encode_header_line
 
 __all__ = ["MemoryHandle", "MemoryPersistence", "MemoryStore"]
 
@@ -51,6 +52,15 @@ class _StoredLog:
     # Lines, not event objects: a read decodes fresh events, so nothing a caller does to what
     # it got back (or to what it appended) can reach the stored log.
     lines: list[bytes] = field(default_factory=list)
+
+
+def _decode(
+    session_id: str, lines: list[bytes], offset: int, end: int | None
+) -> Iterator[SessionEvent]:
+    """The events stored as ``lines[offset:end]``: a line that is no event (damaged storage)
+    raises ``SessionPersistenceCorruptionError`` naming the session and its seq."""
+    for seq, line in enumerate(lines[offset:end], start=offset):
+        yield decode_stored_event(session_id, line, seq, artifact="the MemoryStore")
 
 
 def _now_ms() -> int:
@@ -126,7 +136,7 @@ class MemoryHandle:
                 return ()  # created here, not materialized yet: an empty log
             raise SessionPersistenceNotFoundError(self.id)
         end = None if length is None else offset + length
-        return tuple(decode_event(line) for line in log.lines[offset:end])
+        return tuple(_decode(self.id, log.lines, offset, end))
 
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Store a contiguous batch; visible (and, in memory, as durable as it gets) at once."""
@@ -248,7 +258,7 @@ class MemoryPersistence:
             if session_id in self.store.owners:
                 raise SessionAlreadyOwnedError(session_id)
             # Checked before claiming, so a refused open leaves no claim behind.
-            assert_writable_events(session_id, (decode_event(line) for line in log.lines))
+            assert_writable_events(session_id, _decode(session_id, log.lines, 0, None))
             self.store.owners.add(session_id)
         handle = self.handle_type(self, log.header, log.inherited_event_count, access)
         return self._track(handle)

@@ -10,6 +10,7 @@ import zstandard
 
 from dsh_persistence import assert_contiguous
 from dsh_session import (
+    ROW_TYPES,
     SessionEvent,
     SessionFormatError,
     decode_event,
@@ -97,6 +98,8 @@ def decode_stored_row(seq: int, line: str | None, zline: bytes | None) -> Sessio
         event = decode_event(_unframe(zline))
     else:
         event = decode_event(line)
+    if event.type in ROW_TYPES:
+        raise RowError(f"the row at seq {seq} is a packed {event.type} row, not one event")
     if event.seq != seq:
         raise RowError(f"the row at seq {seq} holds an event with seq {event.seq}")
     return event
@@ -125,7 +128,10 @@ def decode_stored_rows(
             end += 1
         if end > index:
             lines: list[Any] = [row[1] for row in rows[index:end]]
-            decoded, used = decode_rows(lines, expected)
+            try:
+                decoded, used = decode_rows(lines, expected)
+            except Exception:  # a malformed row it could not stop at: row by row words it
+                decoded, used = [], 0
             if len(decoded) == used:  # (a line taken as a packed row is never ours: row by row)
                 events += decoded
                 expected += used

@@ -61,7 +61,10 @@ class RowsDecoder:
         start = 0
         if plain:
             lines: list[Any] = [row[3] for row in rows[:plain]]
-            decoded, start = decode_rows(lines, expected)
+            try:
+                decoded, start = decode_rows(lines, expected)
+            except Exception:  # a malformed row it could not stop at: row by row words it
+                decoded, start = [], 0
             self.events += decoded
             expected += start
         for index in range(start, len(rows)):

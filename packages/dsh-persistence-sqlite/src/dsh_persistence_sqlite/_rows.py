@@ -10,6 +10,7 @@ import zstandard
 from dsh_persistence import assert_contiguous
 from dsh_persistence_sqlite._text import to_column
 from dsh_session import (
+    ROW_TYPES,
     SessionEvent,
     decode_event,
     decode_row,
@@ -182,6 +183,8 @@ def decode_stored_row(
     codec) when the row is malformed or stands for other seqs than its columns say."""
     if last_seq == seq:
         event = decode_event(row_line(seq, compressed, payload, packed=False))
+        if event.type in ROW_TYPES:
+            raise RowError(f"the row at seq {seq} is a packed {event.type} row, not one event")
         if event.seq != seq:
             raise RowError(f"the row at seq {seq} holds an event with seq {event.seq}")
         return [event]

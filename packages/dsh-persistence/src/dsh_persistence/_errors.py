@@ -188,7 +188,8 @@ class SessionStorageError(SessionPersistenceError):
         errno: int | None = None,
     ) -> None:
         where = f" ({artifact})" if artifact else ""
-        super().__init__(session_id, f"cannot {operation} session {session_id!r}{where}: {reason}")
+        subject = f" session {session_id!r}" if session_id else ""  # "" for list: no session
+        super().__init__(session_id, f"cannot {operation}{subject}{where}: {reason}")
         self.operation = operation
         self.reason = reason
         self.artifact = artifact

@@ -119,6 +119,39 @@ def decode_stored_header(
     return header, inherited
 
 
+def decode_stored_event(
+    session_id: str,
+    record: bytes | str,
+    seq: int,
+    *,
+    artifact: str | None = None,
+    line: int | None = None,
+) -> SessionEvent:
+    """Decode the stored record of event ``seq`` (one event, not a packed row).
+
+    Whatever is wrong with the record (not JSON, not an object, a type that is not a string, a
+    seq or time missing or of the wrong type, data missing, a packed-row type, the seq of
+    another event) raises ``SessionPersistenceCorruptionError`` naming the session,
+    ``artifact`` and the 1-based physical ``line`` when given, else the row ``seq``; never
+    another exception. For backends that store one record per event; a torn tail is the
+    caller's to recognize before calling this.
+    """
+    where: dict[str, int] = {"line": line} if line is not None else {"row": seq}
+    try:
+        event = decode_event(record)
+    except Exception as error:  # any failure to decode a stored record is corruption
+        raise SessionPersistenceCorruptionError(
+            session_id, f"the record of seq {seq} is no event: {error}", artifact=artifact, **where
+        ) from error
+    if event.type in ROW_TYPES:
+        reason = f"the record of seq {seq} is a packed {event.type} row, not one event"
+        raise SessionPersistenceCorruptionError(session_id, reason, artifact=artifact, **where)
+    if event.seq != seq:
+        reason = f"the record of seq {seq} holds seq {event.seq}"
+        raise SessionPersistenceCorruptionError(session_id, reason, artifact=artifact, **where)
+    return event
+
+
 def assert_writable_event(
     session_id: str,
     event: SessionEvent,

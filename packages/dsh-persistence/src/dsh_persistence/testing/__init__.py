@@ -19,6 +19,7 @@ from dsh_persistence.testing._fixture import (
     DAMAGE_EVENT,
     PLAIN_PATH,
     REOPEN,
+    REPLACE_RECORD,
     PersistenceFixture,
 )
 from dsh_persistence.testing._report import ClauseResult, ContractReport, validate
@@ -35,6 +36,7 @@ __all__ = [
     "DAMAGE_EVENT",
     "PLAIN_PATH",
     "REOPEN",
+    "REPLACE_RECORD",
     "Clause",
     "ClauseResult",
     "ContractReport",

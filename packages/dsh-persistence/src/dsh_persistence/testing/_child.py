@@ -5,7 +5,10 @@ backend instance with ``factory(args)`` and performs ``op``:
 
 - ``hold-write``: open the session for writing, report ``ready``, hold the handle until a line
   (or EOF) arrives on stdin, then close everything and report ``released``;
-- ``try-write``: try a write open and report ``opened`` (then close) or the error's class name.
+- ``try-write``: try a write open and report ``opened`` (then close) or the error's class name;
+- ``flush-several``: create ``FLUSH_SEVERAL`` sessions named ``<session_id>-<suffix>`` (some with
+  nothing appended, some with one turn), call ``persistence.flush()`` once, report ``flushed``
+  and hold every handle until a line (or EOF) arrives on stdin (the parent kills it first).
 
 Reports are stdout lines starting with ``MARK`` so a chatty backend cannot confuse the parent.
 """
@@ -21,6 +24,15 @@ import sys
 from typing import Any
 
 MARK = "DSH-CONTRACT "
+
+FLUSH_SEVERAL: dict[str, bool] = {
+    "empty-0": False,
+    "busy-0": True,
+    "empty-1": False,
+    "busy-1": True,
+    "empty-2": False,
+}
+"""The sessions ``flush-several`` creates, oldest first: suffix -> whether one turn is appended."""
 
 
 def load_factory(spec: str) -> Any:
@@ -45,6 +57,21 @@ def _report(**fields: Any) -> None:
     sys.stdout.flush()
 
 
+async def _flush_several(persistence: Any, prefix: str) -> None:
+    from dsh_persistence.testing._samples import header, one_turn
+
+    handles = []
+    for suffix, busy in FLUSH_SEVERAL.items():
+        handles.append(await persistence.create(header(f"{prefix}-{suffix}")))
+        if busy:
+            await handles[-1].append(one_turn())
+    await persistence.flush()
+    _report(status="flushed")
+    await asyncio.to_thread(sys.stdin.readline)
+    for handle in handles:
+        await handle.close()
+
+
 async def _main() -> int:
     request = json.loads(sys.stdin.readline())
     factory = load_factory(request["factory"])
@@ -52,6 +79,9 @@ async def _main() -> int:
     if inspect.isawaitable(persistence):
         persistence = await persistence
     try:
+        if request["op"] == "flush-several":
+            await _flush_several(persistence, request["session_id"])
+            return 0
         try:
             handle = await persistence.open(request["session_id"], "write")
         except Exception as error:

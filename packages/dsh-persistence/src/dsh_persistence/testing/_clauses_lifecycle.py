@@ -17,7 +17,7 @@ from dsh_persistence.testing._expect import expect, expect_equal, expect_events,
 from dsh_persistence.testing._fixture import REOPEN
 from dsh_persistence.testing._runner import ClauseContext, clause
 from dsh_persistence.testing._samples import header, one_turn, second_turn, user_message
-from dsh_session import encode_header_line
+from dsh_session import SessionEvent, encode_header_line
 
 
 async def _ids(persistence: SessionPersistence) -> list[str]:
@@ -207,6 +207,40 @@ async def clause_service_flush_flushes_every_pending_write_handle(ctx: ClauseCon
     await first.flush()
     second = await ctx.instance()
     for session_id, log in expected.items():
+        async with await second.open(session_id, "read") as reader:
+            expect_events(await reader.read(), log, f"a fresh read of {session_id!r}")
+    for handle in handles:
+        await handle.close()
+
+
+@clause(REOPEN)
+async def clause_service_flush_materializes_every_one_of_several_pending_sessions(
+    ctx: ClauseContext,
+) -> None:
+    """persistence.flush() with several write handles pending (three created sessions with
+    nothing appended, two with appends, a reopened one with appends) makes each durable, the
+    oldest first one included: a fresh instance lists and reads every one while the handles
+    are still open."""
+    first = await ctx.instance()
+    async with await first.create(header("several-reopened")) as writer:
+        await writer.append(one_turn())
+    expected: dict[str, list[SessionEvent]] = {}
+    handles: list[SessionHandle] = []
+    for number in range(3):
+        handles.append(await first.create(header(f"several-empty-{number}")))
+        expected[f"several-empty-{number}"] = []
+    for number in range(2):
+        handles.append(await first.create(header(f"several-busy-{number}")))
+        await handles[-1].append(one_turn())
+        expected[f"several-busy-{number}"] = one_turn()
+    handles.append(await first.open("several-reopened", "write"))
+    await handles[-1].append(second_turn())
+    expected["several-reopened"] = one_turn() + second_turn()
+    await first.flush()
+    second = await ctx.instance()
+    listed = await _ids(second)
+    for session_id, log in expected.items():
+        expect(session_id in listed, f"a fresh list() after flush() omits {session_id!r}")
         async with await second.open(session_id, "read") as reader:
             expect_events(await reader.read(), log, f"a fresh read of {session_id!r}")
     for handle in handles:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dsh_persistence import SessionAlreadyOwnedError
-from dsh_persistence.testing._expect import ContractViolation, expect_events, expect_raises
+from dsh_persistence.testing._child import FLUSH_SEVERAL
+from dsh_persistence.testing._expect import (
+    ContractViolation,
+    expect,
+    expect_events,
+    expect_raises,
+)
 from dsh_persistence.testing._fixture import CROSS_PROCESS
 from dsh_persistence.testing._processes import ChildSession
 from dsh_persistence.testing._runner import ClauseContext, clause
@@ -86,3 +92,28 @@ async def clause_child_process_is_refused_while_this_process_writes(ctx: ClauseC
         await probe.expect_report("opened", "the child's open(write) after close")
     finally:
         await probe.kill()
+
+
+@clause(CROSS_PROCESS)
+async def clause_service_flush_in_a_child_makes_every_handle_durable_before_it_is_killed(
+    ctx: ClauseContext,
+) -> None:
+    """A child process creates five sessions (three with nothing appended, two with one turn),
+    calls persistence.flush() once, reports, and is killed with SIGKILL holding every handle;
+    then a fresh instance here lists and reads every one of them, the oldest included."""
+    child = await ChildSession.start(ctx.fixture, "flush-several", "killed-after-flush")
+    try:
+        await child.expect_report("flushed", "the child's create, append and flush()")
+    finally:
+        await child.kill()
+    persistence = await ctx.instance()
+    listed = {snapshot.header.id for snapshot in await persistence.list()}
+    for suffix, busy in FLUSH_SEVERAL.items():
+        session_id = f"killed-after-flush-{suffix}"
+        expect(session_id in listed, f"list() after the child was killed omits {session_id!r}")
+        async with await persistence.open(session_id, "read") as reader:
+            expect_events(
+                await reader.read(),
+                one_turn() if busy else [],
+                f"a read of {session_id!r} after the child that flushed it was killed",
+            )

@@ -19,6 +19,8 @@ PLAIN_PATH = "plain_path"
 """Capability: snapshots of materialized sessions carry a readable JSONL ``plain_path``."""
 DAMAGE_EVENT = "damage_event"
 """Capability: the fixture can spoil one flushed event's stored record in place."""
+REPLACE_RECORD = "replace_record"
+"""Capability: the fixture can store given bytes as one flushed event's record in place."""
 
 CAPABILITIES: dict[str, str] = {
     REOPEN: "a second instance() over the same storage sees what the first made durable, like "
@@ -31,6 +33,11 @@ CAPABILITIES: dict[str, str] = {
     DAMAGE_EVENT: "the damage_event(session_id, seq) hook spoils the stored record of one "
     "flushed event of a closed session in place (it no longer decodes) and leaves every other "
     "record intact, as a bad disk would (needs reopen)",
+    REPLACE_RECORD: "the replace_record(session_id, seq, record) hook stores record (UTF-8 bytes: "
+    "JSON that parses but is not a valid event: a list, a type that is not a string, a seq or "
+    "time of the wrong type...) as the stored record of one flushed, unpacked event of a closed "
+    "session, in place and in the form the backend stores records (compressed or framed as it "
+    "would), leaving every other record intact (needs reopen)",
     PLAIN_PATH: "snapshots of materialized sessions carry plain_path, a UTF-8 JSONL file whose "
     "line 1 is the header export_session writes and whose rows decode (packed chunk rows "
     "expanded) to exactly the logical events; with unpacked rows its bytes equal the export",
@@ -57,6 +64,11 @@ class PersistenceFixture:
     - ``damage_event(session_id, seq)``: with ``damage_event``, spoil the stored record holding
       event ``seq`` of a closed session in place, out of band (a flipped byte, a line that is no
       longer JSON, a row that no longer decodes), leaving the records before and after intact;
+    - ``replace_record(session_id, seq, record)``: with ``replace_record``, store ``record``
+      (bytes of JSON text that is not a valid event) as the record of event ``seq`` (never part
+      of a packed row) of a closed session, in place, out of band, as the backend stores a record
+      (a line of the file, the payload column of its row, compressed or framed as the backend
+      would), leaving the records before and after intact;
     - ``child_factory`` and ``child_args``: with ``cross_process``, ``"module:function"`` (or
       ``"/path/to/file.py:function"``) called in a child process as ``function(child_args)``
       (sync or async; ``child_args`` must be JSON-serializable) to rebuild an instance over the
@@ -70,6 +82,7 @@ class PersistenceFixture:
     capabilities: frozenset[str] = frozenset()
     corrupt_tail: Callable[[str], _Maybe] | None = None
     damage_event: Callable[[str, int], _Maybe] | None = None
+    replace_record: Callable[[str, int, bytes], _Maybe] | None = None
     child_factory: str | None = None
     child_args: Any = None
     cleanup: Callable[[], _Maybe] | None = None
@@ -87,9 +100,11 @@ class PersistenceFixture:
             raise ValueError("capability 'corrupt_tail' needs the corrupt_tail hook")
         if DAMAGE_EVENT in capabilities and self.damage_event is None:
             raise ValueError("capability 'damage_event' needs the damage_event hook")
+        if REPLACE_RECORD in capabilities and self.replace_record is None:
+            raise ValueError("capability 'replace_record' needs the replace_record hook")
         if CROSS_PROCESS in capabilities and not self.child_factory:
             raise ValueError("capability 'cross_process' needs child_factory ('module:function')")
-        for needs_reopen in (CROSS_PROCESS, CORRUPT_TAIL, DAMAGE_EVENT):
+        for needs_reopen in (CROSS_PROCESS, CORRUPT_TAIL, DAMAGE_EVENT, REPLACE_RECORD):
             if needs_reopen in capabilities and REOPEN not in capabilities:
                 raise ValueError(f"capability {needs_reopen!r} needs 'reopen' too")
         if self.child_factory is not None and ":" not in self.child_factory:
@@ -113,6 +128,12 @@ class PersistenceFixture:
         if self.damage_event is None:
             raise RuntimeError("this fixture has no damage_event hook")
         await _resolve(self.damage_event(session_id, seq))
+
+    async def run_replace_record(self, session_id: str, seq: int, record: bytes) -> None:
+        """Run the ``replace_record`` hook."""
+        if self.replace_record is None:
+            raise RuntimeError("this fixture has no replace_record hook")
+        await _resolve(self.replace_record(session_id, seq, record))
 
     async def run_cleanup(self) -> None:
         """Run the ``cleanup`` hook, if any."""

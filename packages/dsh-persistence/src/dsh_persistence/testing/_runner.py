@@ -83,6 +83,10 @@ class ClauseContext:
         """Run the backend's ``damage_event`` hook."""
         await self.fixture.run_damage_event(session_id, seq)
 
+    async def replace_record(self, session_id: str, seq: int, record: bytes) -> None:
+        """Run the backend's ``replace_record`` hook."""
+        await self.fixture.run_replace_record(session_id, seq, record)
+
     async def close_all(self) -> None:
         """``aclose()`` every instance this clause made; the first failure is raised."""
         first: BaseException | None = None
