@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import time
 from typing import Any
 
@@ -108,6 +109,98 @@ async def test_a_server_that_is_away_is_a_typed_error_naming_host_and_port_at_on
     assert "pw-never-shown" not in repr(caught.value)
     assert isinstance(caught.value, SessionStorageError)
     assert caught.value.artifact == "postgresql://bob:***@127.0.0.1:1/nothing"
+    await store.aclose()
+
+
+def _end_idle_pooled_connections(mk: Any) -> int:
+    """End this process's idle pooled connections from another connection, as a server restart,
+    a failover or an idle timeout would; how many were ended."""
+    with mk.admin() as connection:
+        rows = connection.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
+            "WHERE application_name LIKE %s AND state = 'idle' AND pid <> pg_backend_pid()",
+            (f"dsh-pool pid={os.getpid()} %",),
+        ).fetchall()
+    assert all(terminated for (terminated,) in rows)
+    return len(rows)
+
+
+async def test_pooled_connections_the_server_ended_while_idle_are_replaced(
+    make_store: Any, mk: Any
+) -> None:
+    store = make_store()
+    async with await store.create(mk.header("idle")) as writer:
+        await writer.append(mk.one_turn())
+    held = await store.create(mk.header("held"))  # its lock connection is not pooled
+    await held.append(mk.one_turn())
+    reader = await store.open("idle", "read")
+
+    async def read_fresh() -> int:
+        async with await store.open("idle", "read") as fresh:
+            return len(await fresh.read())
+
+    async def create_one() -> str:
+        async with await store.create(mk.header("created-after")) as created:
+            await created.flush()
+            return created.id
+
+    async def open_write() -> int:
+        async with await store.open("idle", "write") as writer:
+            await writer.append(mk.one_turn(6))
+            return len(await writer.read())
+
+    async def stat() -> int | None:
+        snapshot = await store.stat("idle")
+        assert snapshot is not None
+        return snapshot.event_count
+
+    async def list_ids() -> list[str]:
+        return sorted(s.header.id for s in await store.list())
+
+    async def append_held() -> int:
+        await held.append(mk.one_turn(6))
+        await held.flush()
+        return len(await held.read())
+
+    async def read_open_handle() -> int:
+        return len(await reader.read())
+
+    steps = [
+        (stat, 6),
+        (list_ids, ["held", "idle"]),
+        (read_fresh, 6),
+        (read_open_handle, 6),
+        (create_one, "created-after"),
+        (open_write, 12),
+        (append_held, 12),
+        (list_ids, ["created-after", "held", "idle"]),
+    ]
+    for step, expected in steps:
+        assert _end_idle_pooled_connections(mk) >= 1, step.__name__
+        assert await step() == expected, step.__name__
+    await reader.close()
+    await held.close()
+    await store.aclose()
+
+
+async def test_an_unreachable_server_is_an_error_naming_the_session_of_the_call(mk: Any) -> None:
+    store = PostgresPersistence("postgresql://bob@127.0.0.1:1/nothing")
+    calls = {
+        "create": lambda: store.create(mk.header("s-away")),
+        "open": lambda: store.open("s-away", "read"),
+        "stat": lambda: store.stat("s-away"),
+    }
+    for operation, call in calls.items():
+        with pytest.raises(PostgresUnavailableError) as caught:
+            await call()
+        assert caught.value.session_id == "s-away", operation
+        assert f"cannot {operation} session 's-away'" in str(caught.value)
+    with pytest.raises(PostgresUnavailableError) as caught:
+        await store.open("s-away", "write")
+    assert caught.value.session_id == "s-away"
+    with pytest.raises(PostgresUnavailableError) as caught:
+        await store.list()
+    assert str(caught.value).startswith("cannot list (postgresql://bob@127.0.0.1:1/nothing): ")
     await store.aclose()
 
 

@@ -7,7 +7,6 @@ import builtins
 import itertools
 import re
 
-import psycopg
 import zstandard
 
 from dsh_persistence import (
@@ -18,9 +17,8 @@ from dsh_persistence import (
     flush_handles,
     materialize_create_header,
 )
-from dsh_persistence_postgres._connect import connect, make_pool
+from dsh_persistence_postgres._connect import connect, make_pool, pooled
 from dsh_persistence_postgres._dsn import Target
-from dsh_persistence_postgres._errors import raise_storage_error
 from dsh_persistence_postgres._handle import Access, HandleServices, PostgresSessionHandle
 from dsh_persistence_postgres._lock import (
     DEFAULT_LOCK_GRACE_S,
@@ -126,8 +124,9 @@ class PostgresPersistence:
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
 
-    async def _ready_services(self) -> HandleServices:
-        """Connect on first use: check (or create) the schema, open the pool."""
+    async def _ready_services(self, session_id: str, operation: str) -> HandleServices:
+        """Connect on first use: check (or create) the schema, open the pool (a failure names
+        ``session_id`` and ``operation``, the call that needed the store)."""
         if self._services is not None:
             return self._services
         if self._ready is None:
@@ -136,7 +135,7 @@ class PostgresPersistence:
             ready = self._current()
             if ready is not None:  # another task set it up meanwhile
                 return ready
-            connection = await connect(self._target, "setup", "", "open the store")
+            connection = await connect(self._target, "setup", session_id, operation)
             try:
                 store_id = await ensure_store(
                     connection, self._target, self._statements, self._schema, self._tag
@@ -172,11 +171,13 @@ class PostgresPersistence:
             self._pending_tokens.pop(session_id, None)
 
     async def _exists(self, services: HandleServices, session_id: str, operation: str) -> bool:
-        try:
-            async with services.pool.connection() as connection:
-                return await services.reader.exists(connection, session_id)
-        except psycopg.Error as error:
-            raise_storage_error(error, self._target, session_id, operation)
+        return await pooled(
+            services.pool,
+            self._target,
+            session_id,
+            operation,
+            lambda connection: services.reader.exists(connection, session_id),
+        )
 
     async def _acquire(
         self, services: HandleServices, session_id: str, operation: str
@@ -209,7 +210,7 @@ class PostgresPersistence:
         self._writers[session_id] = None
         self._pending_tokens[session_id] = next(self._tokens)
         try:
-            services = await self._ready_services()
+            services = await self._ready_services(session_id, "create")
             if await self._exists(services, session_id, "create"):
                 raise SessionAlreadyExistsError(session_id)
             try:
@@ -267,7 +268,7 @@ class PostgresPersistence:
         return handle
 
     async def _open_write(self, session_id: str) -> PostgresSessionHandle:
-        services = await self._ready_services()
+        services = await self._ready_services(session_id, "open")
         if not await self._exists(services, session_id, "open"):
             raise SessionPersistenceNotFoundError(session_id)
         try:
@@ -275,11 +276,13 @@ class PostgresPersistence:
         except LockContendedError as contended:
             raise SessionAlreadyOwnedError(session_id, holder=contended.holder) from None
         try:
-            try:
-                async with services.pool.connection() as connection:
-                    loaded = await services.reader.scan_for_write(connection, session_id)
-            except psycopg.Error as error:
-                raise_storage_error(error, self._target, session_id, "open")
+            loaded = await pooled(
+                services.pool,
+                self._target,
+                session_id,
+                "open",
+                lambda connection: services.reader.scan_for_write(connection, session_id),
+            )
             if loaded is None:
                 raise SessionPersistenceNotFoundError(session_id)
         except BaseException:
@@ -298,15 +301,17 @@ class PostgresPersistence:
 
     async def _open_read(self, session_id: str) -> PostgresSessionHandle:
         pending = self._pending.get(session_id)
-        services = await self._ready_services()
+        services = await self._ready_services(session_id, "open")
         if pending is not None:
             header, inherited = pending.header, pending.inherited_event_count
         else:
-            try:
-                async with services.pool.connection() as connection:
-                    loaded = await services.reader.load(connection, session_id)
-            except psycopg.Error as error:
-                raise_storage_error(error, self._target, session_id, "open")
+            loaded = await pooled(
+                services.pool,
+                self._target,
+                session_id,
+                "open",
+                lambda connection: services.reader.load(connection, session_id),
+            )
             if loaded is None:
                 raise SessionPersistenceNotFoundError(session_id)
             header, inherited = loaded[0].header, loaded[1]
@@ -332,24 +337,22 @@ class PostgresPersistence:
         pending = self._pending.get(session_id)
         if pending is not None and not pending.materialized:
             return self._pending_snapshot(pending)
-        services = await self._ready_services()
-        try:
-            async with services.pool.connection() as connection:
-                loaded = await services.reader.load(connection, session_id)
-        except psycopg.Error as error:
-            raise_storage_error(error, self._target, session_id, "stat")
+        services = await self._ready_services(session_id, "stat")
+        loaded = await pooled(
+            services.pool,
+            self._target,
+            session_id,
+            "stat",
+            lambda connection: services.reader.load(connection, session_id),
+        )
         return None if loaded is None else loaded[0]
 
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every visible session (stored, plus this instance's pending creates), from the
         sessions rows alone."""
         self._check_instance()
-        services = await self._ready_services()
-        try:
-            async with services.pool.connection() as connection:
-                snapshots = await services.reader.snapshots(connection)
-        except psycopg.Error as error:
-            raise_storage_error(error, self._target, "", "list")
+        services = await self._ready_services("", "list")
+        snapshots = await pooled(services.pool, self._target, "", "list", services.reader.snapshots)
         pending = [h for h in self._pending.values() if not h.materialized]
         if pending:
             seen = {snapshot.header.id for snapshot in snapshots}

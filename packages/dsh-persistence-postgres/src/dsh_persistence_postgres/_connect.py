@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import psycopg
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
 from dsh_persistence_postgres._dsn import CONNECT_TIMEOUT_S, Target
-from dsh_persistence_postgres._errors import connection_failed
+from dsh_persistence_postgres._errors import connection_failed, raise_storage_error
+
+T = TypeVar("T")
 
 POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 8
@@ -51,7 +55,37 @@ def make_pool(target: Target, name: str) -> AsyncConnectionPool:
         max_size=POOL_MAX_SIZE,
         kwargs={"autocommit": True, "application_name": application_name("pool")},
         configure=_configure,
+        # A connection the server ended while it sat idle here (a restart, a failover, an idle
+        # timeout) is found on checkout and replaced, not handed out.
+        check=AsyncConnectionPool.check_connection,
         timeout=CONNECT_TIMEOUT_S,
         name=name,
         open=False,
     )
+
+
+async def pooled(
+    pool: AsyncConnectionPool,
+    target: Target,
+    session_id: str,
+    operation: str,
+    work: Callable[[AsyncConnection], Awaitable[T]],
+) -> T:
+    """``work(connection)`` on a connection of ``pool`` (reads only: it may run twice).
+
+    A connection that passed the checkout check but turns out dead on first use (the server
+    ended it in between) is dropped and ``work`` runs once more on another; any other failure,
+    or a second one, raises the seam's error naming ``session_id`` and ``operation``.
+    """
+    for attempt in (1, 2):
+        connection: AsyncConnection | None = None
+        try:
+            async with pool.connection() as connection:
+                return await work(connection)
+        except psycopg.OperationalError as error:
+            if attempt == 1 and connection is not None and connection.broken:
+                continue  # died idle: the pool discards it; try once more
+            raise_storage_error(error, target, session_id, operation)
+        except psycopg.Error as error:
+            raise_storage_error(error, target, session_id, operation)
+    raise AssertionError("unreachable")  # pragma: no cover

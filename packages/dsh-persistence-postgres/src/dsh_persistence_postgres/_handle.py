@@ -23,6 +23,7 @@ from dsh_persistence import (
     check_read_range,
     encode_append_batch,
 )
+from dsh_persistence_postgres._connect import pooled
 from dsh_persistence_postgres._dsn import Target
 from dsh_persistence_postgres._errors import raise_storage_error
 from dsh_persistence_postgres._lock import SessionLock
@@ -115,11 +116,13 @@ class PostgresSessionHandle(SessionHandleBase):
         if self._access == "write" and not self._materialized:
             return []
         services = self._services
-        try:
-            async with services.pool.connection() as connection:
-                events = await services.reader.read(connection, self.id, offset, length)
-        except psycopg.Error as error:
-            raise_storage_error(error, services.target, self.id, "read")
+        events = await pooled(
+            services.pool,
+            services.target,
+            self.id,
+            "read",
+            lambda connection: services.reader.read(connection, self.id, offset, length),
+        )
         if events is None:
             if services.is_pending(self.id):
                 return []
