@@ -180,6 +180,21 @@ def test_a_malformed_event_line_raises_event_decode_error() -> None:
         row_last_seq(b'{"type":"step/start","seq":"0"}')
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":["step/start"],"seq":0,"time":1,"data":{}}',
+        b'{"type":{"a":1},"seq":0,"time":1,"data":{}}',
+        b'{"type":5,"seq":0,"time":1,"data":{}}',
+    ],
+    ids=["list", "object", "number"],
+)
+def test_a_type_that_is_not_a_string_is_a_decode_error_never_a_type_error(line: bytes) -> None:
+    with pytest.raises(EventDecodeError, match="type must be a string"):
+        decode_row(line)
+    assert decode_rows([line], 0) == ([], 0)  # the bulk path stops before it, for the caller
+
+
 def test_row_last_seq_refuses_a_row_without_members() -> None:
     with pytest.raises(ChunkRowError):
         row_last_seq(b'{"type":"text-chunks","seq0":4,"time0":0,"data":{"texts":[]}}')

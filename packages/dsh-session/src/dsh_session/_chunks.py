@@ -238,9 +238,10 @@ def decode_row(line: bytes | str) -> list[SessionEvent]:
     try:  # the hot path, as in decode_event: a known event type
         build = BUILDERS[wire["type"]]
     except (KeyError, TypeError):
-        if type(wire) is dict and wire.get("type") in ROW_TYPES:
-            return _expand(wire["type"], wire)
-        return [wrap_wire(wire)]
+        kind = wire.get("type") if type(wire) is dict else None
+        if type(kind) is str and kind in ROW_TYPES:
+            return _expand(kind, wire)
+        return [wrap_wire(wire)]  # refuses a type that is not a string, naming it
     return [build(wire)]
 
 
