@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,27 @@ async def test_export_of_an_absent_session_raises_not_found(
     persistence = await reference_dir_fixture.instance()
     with pytest.raises(SessionPersistenceNotFoundError):
         await export_session(persistence, "absent", io.BytesIO())
+    await persistence.aclose()
+
+
+async def test_a_failed_export_to_a_path_leaves_the_existing_file_as_it_was(
+    reference_dir_fixture: PersistenceFixture, tmp_path: Path
+) -> None:
+    persistence = await reference_dir_fixture.instance()
+    (tmp_path / "exports").mkdir()
+    out = tmp_path / "exports" / "kept.jsonl"
+    out.write_bytes(b"what was there before\n")
+    out.chmod(0o640)
+    with pytest.raises(SessionPersistenceNotFoundError):
+        await export_session(persistence, "absent", out)
+    assert out.read_bytes() == b"what was there before\n"
+    assert os.listdir(out.parent) == ["kept.jsonl"]  # no temporary left
+    header, inherited = decode_header_line(HEADER)
+    async with await persistence.create(header, inherited_event_count=inherited) as handle:
+        await handle.append(_events(3))
+    assert await export_session(persistence, "exp", out) == 3
+    assert out.read_bytes().startswith(HEADER)
+    assert out.stat().st_mode & 0o777 == 0o640  # replaced whole, its mode kept
     await persistence.aclose()
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import BinaryIO
 
 from dsh_persistence._errors import SessionPersistenceCorruptionError
@@ -25,17 +29,36 @@ async def export_session(
     ending in ``\\n`` (``encode_stored_event``: a stored integer with no exact double is written
     as the double the harness's ``JSON.parse`` reads). Everything is read through a read
     handle, so every backend exports the same bytes for the same log and a writer may keep
-    writing meanwhile. ``out`` is a binary file object (written, not closed) or a path (created
-    or replaced). A read that does not
+    writing meanwhile. ``out`` is a binary file object (written, not closed) or a path: the
+    export is written to a temporary file beside it, synced, and renamed over it only once it is
+    whole, so a failed export (a missing or corrupt session) leaves an existing file as it was
+    and the log is read in full before anything is replaced. Never point the path into the
+    store itself (the ``dsh`` command refuses such a destination). A read that does not
     return the next seqs in order (at most the page asked for) raises
     ``SessionPersistenceCorruptionError`` naming the session instead of looping.
     """
     if isinstance(out, (str, os.PathLike)):
-        # Writes to ``out`` are plain blocking file writes either way (a caller's file object is
-        # synchronous too); an export is a bulk job, not a latency-sensitive path.
-        with open(out, "wb") as file:  # noqa: ASYNC230
-            return await _export_to(persistence, session_id, file)
+        return await _export_to_path(persistence, session_id, Path(out))
     return await _export_to(persistence, session_id, out)
+
+
+async def _export_to_path(persistence: SessionPersistence, session_id: str, out: Path) -> int:
+    # Writes are plain blocking file writes either way (a caller's file object is synchronous
+    # too); an export is a bulk job, not a latency-sensitive path.
+    fd, temporary = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            count = await _export_to(persistence, session_id, file)
+            file.flush()
+            os.fsync(file.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(temporary, stat.S_IMODE(os.stat(out).st_mode))  # keep the file's mode
+        os.replace(temporary, out)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return count
 
 
 async def _export_to(persistence: SessionPersistence, session_id: str, out: BinaryIO) -> int:
