@@ -38,7 +38,13 @@ from dsh_agent_core._config import (
     load_config,
     parse_route,
 )
-from dsh_agent_core._errors import ConfigError, DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._errors import (
+    ChildWorkspaceError,
+    ConfigError,
+    DshError,
+    HomeConflictError,
+    UnknownPresetError,
+)
 from dsh_agent_core._harness import Harness, build_persistence, compose
 from dsh_agent_core._instructions import (
     INSTRUCTIONS_PLUGIN,
@@ -54,7 +60,12 @@ from dsh_agent_core._model_windows import (
     missing_window_hint,
 )
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
-from dsh_agent_core._session_tools import SessionCreateTool, SessionHost, SessionStatusTool
+from dsh_agent_core._session_tools import (
+    ChildWorkspaceRefusedError,
+    SessionCreateTool,
+    SessionHost,
+    SessionStatusTool,
+)
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
 from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
 from dsh_agent_core._status import SessionStatus, SessionStatusRow
@@ -69,6 +80,8 @@ __all__ = [
     "SHUTDOWN_SIGNALS",
     "BashConfig",
     "CatalogModel",
+    "ChildWorkspaceError",
+    "ChildWorkspaceRefusedError",
     "Config",
     "ConfigError",
     "DshError",

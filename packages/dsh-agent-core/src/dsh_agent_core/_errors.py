@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "DshError", "HomeConflictError", "UnknownPresetError"]
+__all__ = [
+    "ChildWorkspaceError",
+    "ConfigError",
+    "DshError",
+    "HomeConflictError",
+    "UnknownPresetError",
+]
 
 
 class DshError(Exception):
@@ -39,3 +45,38 @@ class UnknownPresetError(ConfigError):
             f"presets.{name}", f"no such preset (defined: {', '.join(known) or 'none'})"
         )
         self.name = name
+
+
+class ChildWorkspaceError(DshError):
+    """A child session was asked for a ``cwd`` outside its parent's writable area (outside the
+    parent's workspace and writable roots, or under a protected name such as ``.git`` in them),
+    and the widening was not approved: no child was created.
+
+    ``session_id`` is the parent, ``cwd`` the requested directory (resolved), ``workspace`` the
+    parent's workspace, ``reason`` the parent's sandbox rule that refuses writing there and
+    ``outcome`` the approval's (``None``: not asked).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        workspace: str,
+        reason: str,
+        outcome: str | None = None,
+    ) -> None:
+        asked = (
+            "; a wider workspace needs approval"
+            if outcome is None
+            else f"; the approval to widen it was {outcome}"
+        )
+        super().__init__(
+            f"session {session_id!r} may not start a child in {cwd!r}: it lies outside the "
+            f"writable area of its workspace {workspace!r} ({reason}){asked}. A child is never "
+            "confined less than its parent: give a cwd inside the workspace, or none"
+        )
+        self.session_id = session_id
+        self.cwd = cwd
+        self.workspace = workspace
+        self.reason = reason
+        self.outcome = outcome

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_agent import AgentOptions, Extensions
+from dsh_agent import Agent, AgentOptions, Extensions, SessionStartSource
 from dsh_agent_core._config import Config, parse_route
-from dsh_agent_core._errors import DshError, HomeConflictError, UnknownPresetError
+from dsh_agent_core._errors import (
+    ChildWorkspaceError,
+    DshError,
+    HomeConflictError,
+    UnknownPresetError,
+)
 from dsh_agent_core._hook_files import hook_files
 from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
@@ -34,7 +40,14 @@ from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
-from dsh_shell import SandboxMode, SandboxPolicy, default_denied_paths
+from dsh_shell import (
+    SandboxMode,
+    SandboxPolicy,
+    ShellValueError,
+    WorkspaceChangedError,
+    WorkspacePin,
+    default_denied_paths,
+)
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tool_fs import FileTools
 from dsh_tool_mcp import McpServers, McpToolNameError
@@ -179,9 +192,15 @@ class Harness:
         self.persistence = build_persistence(config, env)
         self.shell_env = ShellEnvRegistry(dsh_home=home)
         self.policy = sandbox_policy(config)
+        # each session's workspace, pinned at its start and resume (see workspace_pin)
+        self._pins: dict[str, WorkspacePin] = {}
+        self._unpinned: dict[str, WorkspaceChangedError] = {}
         local = LocalBashConfig(timeout=config.bash.timeout, max_timeout=config.bash.max_timeout)
         self.executor = SandboxExecutor(
-            LocalBashExecutor(local), policy=self.policy, bwrap=config.sandbox.bwrap
+            LocalBashExecutor(local),
+            policy=self.policy,
+            bwrap=config.sandbox.bwrap,
+            workspace_pins=self.workspace_pin,
         )
         self.jobs = JobRegistry()
         self._env: Mapping[str, str] = os.environ if env is None else env
@@ -189,6 +208,7 @@ class Harness:
         self._provider_models = provider_models(config, env)
         self.models: dict[str, Model] = {**self._provider_models, **(models or {})}
         self.extensions = Extensions()
+        self.extensions.session_start.add(self._pin_workspace)
         # the prefix in wire order: the project's instructions, then the skills catalog
         if config.instructions.enabled:
             self.instructions: ProjectInstructions | None = ProjectInstructions(home)
@@ -221,7 +241,11 @@ class Harness:
         if config.bash.background:
             self._tools.extend(job_tools(self.jobs))
         # the file tools follow the bash tool's sandbox policy and the session's mode
-        self.files = FileTools(self.policy, sandbox_mode=self._session_sandbox_mode)
+        self.files = FileTools(
+            self.policy,
+            sandbox_mode=self._session_sandbox_mode,
+            workspace_pins=self.workspace_pin,
+        )
         self._tools.extend(self.files.definitions())
         self.spill = ResultSpill(home / "spill")
         # MCP servers start with the harness (start(), async with, or the first agent); what
@@ -311,6 +335,75 @@ class Harness:
         agent = self.get(execution.session_id) if execution.session_id is not None else None
         return logged_sandbox_mode(agent.session) if agent is not None else None
 
+    # -- workspaces ---------------------------------------------------------------------------
+
+    def workspace_pin(self, session_id: str) -> WorkspacePin | None:
+        """The workspace ``session_id`` pinned when it started or resumed in this harness
+        (``None``: not a session of this harness, or one without a cwd). The bash tool's
+        sandbox and the file tools verify it before every confined call and refuse, closed,
+        once it resolves elsewhere. Raises `dsh_shell.WorkspaceChangedError` for a session
+        that runs unconfined and whose cwd could not be pinned: a confined call of it fails."""
+        refused = self._unpinned.get(session_id)
+        if refused is not None:
+            raise refused
+        return self._pins.get(session_id)
+
+    def _pin_workspace(self, agent: Agent, source: SessionStartSource) -> None:
+        """Pin ``agent``'s cwd (a ``session_start`` listener: startup and resume).
+
+        The logged cwd must still be its own real path (a new session's is canonicalized just
+        before): at resume, a cwd that now resolves elsewhere (a folder swapped for a symlink,
+        or moved and linked back) refuses the resume of a confined session with
+        `dsh_shell.WorkspaceChangedError`, rather than confining it to wherever the link now
+        leads. An unconfined (``danger-full-access``) session still starts; a confined call
+        it makes later (its mode changed) is refused."""
+        self._pins.pop(agent.id, None)
+        self._unpinned.pop(agent.id, None)
+        cwd = agent.cwd
+        if cwd is None:
+            return
+        try:
+            self._pins[agent.id] = WorkspacePin.of(cwd, session_id=agent.id)
+        except (WorkspaceChangedError, ShellValueError) as error:
+            refused = (
+                error
+                if isinstance(error, WorkspaceChangedError)
+                else WorkspaceChangedError(cwd, "is not an absolute path", agent.id)
+            )
+            mode = logged_sandbox_mode(agent.session) or self.config.sandbox.mode
+            if mode != "danger-full-access":
+                raise refused from None
+            self._unpinned[agent.id] = refused
+
+    def _check_child_cwd(self, parent: LoopAgent, cwd: str) -> None:
+        """Raise `ChildWorkspaceError` unless ``cwd`` lies inside one of ``parent``'s writable
+        roots (its pinned workspace, the configured writable roots) with no protected name
+        (``.git``) between the root and it, so the child's writable area (its cwd subtree, the
+        same writable roots, a private temp directory; the same read-only and denied paths)
+        stays within the parent's. A ``read-only`` parent's child is read-only too, but its
+        workspace stays inside the parent's all the same; no limit under full access."""
+        mode = logged_sandbox_mode(parent.session) or self.config.sandbox.mode
+        if mode == "danger-full-access":
+            return
+        pin = self.workspace_pin(parent.id)
+        if pin is not None:
+            pin.verify(session_id=parent.id)
+            workspace = pin.path
+        else:
+            workspace = Path(os.path.realpath(parent.cwd if parent.cwd is not None else "."))
+        policy = self.policy
+        area = dataclasses.replace(
+            policy,
+            mode="workspace-write",
+            workspace=workspace,
+            writable_roots=tuple(Path(os.path.realpath(p)) for p in policy.writable_roots),
+            read_only_paths=(),  # the child has the same ones: they never widen it
+            denied_paths=(),
+        )
+        decision = area.check(cwd, "write")
+        if not decision.allowed:
+            raise ChildWorkspaceError(parent.id, cwd, str(workspace), decision.reason)
+
     def options(self, route: str | None, *, reasoning_effort: str | None = None) -> AgentOptions:
         """Agent options for ``route`` (``provider:model``; default: the config's ``model``)."""
         provider, model = parse_route(route or self.config.model)
@@ -364,20 +457,35 @@ class Harness:
         cwd: str | os.PathLike[str] | None = None,
         session_id: str | None = None,
         parent: LoopAgent | None = None,
+        cwd_approved: bool = False,
     ) -> LoopAgent:
         """A new agent (its session stored at once), with ``prompt`` queued as its first turn.
 
         ``preset`` gives the system prompt, tool set and model unless ``model`` is given; a
         child of ``parent`` inherits its cwd, model and preset unless given, and its header
         names the parent with ``delegationDepth`` one deeper. ``cwd`` is canonicalized
-        (default: the parent's, else the process's working directory).
+        (default: the parent's, else the process's working directory; a child's relative
+        ``cwd`` is relative to the parent's).
+
+        A child is never confined less than its parent: it runs in the parent's sandbox mode,
+        never asks, and its ``cwd`` must be a directory the parent may write (inside its
+        workspace or writable roots, not under a protected name such as ``.git``).
+        Otherwise `ChildWorkspaceError` is raised before anything is created, unless
+        ``cwd_approved`` says the widening was approved (``session_create`` asks through the
+        approval seam).
         """
         if parent is not None:
             preset = preset if preset is not None else parent.session.header.agent_preset
             if model is None:
                 model = f"{parent.options.provider}:{parent.options.model}"
                 reasoning_effort = reasoning_effort or parent.options.reasoning_effort
-            cwd = cwd if cwd is not None else parent.cwd
+            if cwd is None:
+                cwd = parent.cwd
+            elif parent.cwd is not None and not os.path.isabs(os.fspath(cwd)):
+                cwd = os.path.join(parent.cwd, os.fspath(cwd))
+        canonical = _canonical_cwd(cwd if cwd is not None else os.getcwd())
+        if parent is not None and not cwd_approved:
+            self._check_child_cwd(parent, canonical)
         await self.start()
         loop = self.loop(preset)
         settings = self.config.presets[preset] if preset is not None else None
@@ -394,7 +502,7 @@ class Harness:
         agent = await loop.create(
             session_id,
             options=self.options(route, reasoning_effort=reasoning_effort),
-            cwd=_canonical_cwd(cwd if cwd is not None else os.getcwd()),
+            cwd=canonical,
             system=system,
             parent_session=parent.id if parent is not None else None,
             origin="subagent" if parent is not None else None,

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dsh_agent_core._errors import ChildWorkspaceError
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_loop import LoopAgent
 from dsh_tools import ToolDefinition, ToolError, ToolExecution
 
 __all__ = [
+    "ChildWorkspaceRefusedError",
     "ModelChoice",
     "SessionCreateArgs",
     "SessionCreateTool",
@@ -43,8 +45,11 @@ class SessionHost(Protocol):
         reasoning_effort: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         parent: LoopAgent | None = None,
+        cwd_approved: bool = False,
     ) -> LoopAgent:
-        """A new agent with ``prompt`` queued (a child of ``parent`` when given)."""
+        """A new agent with ``prompt`` queued (a child of ``parent`` when given). A child's
+        ``cwd`` its parent may not write raises `ChildWorkspaceError` before anything is
+        created, unless ``cwd_approved``."""
         ...
 
 
@@ -113,15 +118,33 @@ class SessionCreateArgs(BaseModel):
     cwd: str | None = None
 
 
+class ChildWorkspaceRefusedError(ToolError):
+    """``session_create``'s error result for a ``cwd`` outside the caller's writable area whose
+    widening was not approved (``SESSION_CWD_OUTSIDE_WORKSPACE``, named ``ChildWorkspaceError``);
+    the message names the cwd, the caller's workspace and the approval's outcome."""
+
+    default_code: ClassVar[str] = "SESSION_CWD_OUTSIDE_WORKSPACE"
+    info_name: ClassVar[str | None] = "ChildWorkspaceError"
+
+
 class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
-    """Starts a fresh agent on a prompt and returns once the prompt is accepted."""
+    """Starts a fresh agent on a prompt and returns once the prompt is accepted.
+
+    A child is never confined less than its caller: a ``cwd`` the caller may not write (outside
+    its workspace and writable roots, or under a protected path) is an escalation. It is asked
+    through the caller's approval seam (``approval/asked``/``approval/decided``, with the cwd
+    and the workspace in the reason); unless allowed once, the call fails with
+    `ChildWorkspaceRefusedError` and no child is created.
+    """
 
     name = "session_create"
     description = (
         "Start a new DSH session (a separate agent) working on `prompt`, and return its "
         "session_id and session_path at once; it runs on its own. It inherits your working "
         "directory, model and preset unless you give cwd, model ({provider, model}) or preset. "
-        "Follow it with session_status."
+        "It runs in your sandbox mode; a cwd must lie inside your workspace (a relative one is "
+        "relative to it); one outside needs the user's approval. Follow it with "
+        "session_status."
     )
     parameters = SessionCreateArgs
 
@@ -137,19 +160,45 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
         if args.model is not None:
             route = f"{args.model.provider}:{args.model.model}"
             reasoning = args.model.reasoning_effort
-        try:
-            agent = await self._harness.create(
-                args.prompt,
-                preset=args.preset,
-                model=route,
-                reasoning_effort=reasoning,
-                cwd=args.cwd,
-                parent=parent,
-            )
-        except ToolError:
-            raise
-        except Exception as error:
-            raise ToolError(str(error), code="SESSION_CREATE_FAILED") from error
+        approved = False
+        while True:
+            try:
+                agent = await self._harness.create(
+                    args.prompt,
+                    preset=args.preset,
+                    model=route,
+                    reasoning_effort=reasoning,
+                    cwd=args.cwd,
+                    parent=parent,
+                    cwd_approved=approved,
+                )
+                break
+            except ChildWorkspaceError as refused:
+                if approved or parent is None:
+                    raise ChildWorkspaceRefusedError(str(refused)) from refused
+                outcome = await parent.request_approval(
+                    self.name,
+                    call_id=execution.call_id,
+                    reason=(
+                        f"start a child session in {refused.cwd}, outside the writable area "
+                        f"of the workspace {refused.workspace} ({refused.reason})"
+                    ),
+                    arguments=execution.arguments,
+                )
+                if outcome != "allowed-once":
+                    denied = ChildWorkspaceError(
+                        refused.session_id,
+                        refused.cwd,
+                        refused.workspace,
+                        refused.reason,
+                        outcome,
+                    )
+                    raise ChildWorkspaceRefusedError(str(denied)) from refused
+                approved = True
+            except ToolError:
+                raise
+            except Exception as error:
+                raise ToolError(str(error), code="SESSION_CREATE_FAILED") from error
         row = await self._harness.status_of(agent.id)
         result: dict[str, Any] = {"session_id": agent.id, "status": row.status}
         if row.session_path is not None:

@@ -76,6 +76,7 @@ def bwrap_argv(
     realpath: Callable[[Path], Path] = host_realpath,
     seccomp_fd: int | None = None,
     nested: Callable[[Path, tuple[str, ...]], list[Path]] = find_nested_protected,
+    workspace_fd: int | None = None,
 ) -> list[str]:
     """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
 
@@ -92,7 +93,10 @@ def bwrap_argv(
     session, death with the parent, no capabilities, the seccomp filter read from
     ``seccomp_fd`` when given (see `seccomp_filter`), ``TMPDIR`` set to ``temp_dir``.
     ``kind`` and ``realpath`` default to the host's filesystem; pass others to build an argv
-    without touching it. ``danger-full-access`` has no argv: it raises `ShellValueError`.
+    without touching it. With ``workspace_fd`` (a descriptor of the pinned workspace that
+    ``bwrap`` inherits, see `shell_line`) the workspace is bound from it (``--bind-fd``) at
+    ``policy.workspace``, never by name, so a folder renamed after the pin was verified cannot
+    change what is writable. ``danger-full-access`` has no argv: it raises `ShellValueError`.
     """
     if policy.mode == "danger-full-access":
         raise ShellValueError("policy.mode", policy.mode, "danger-full-access is not confined")
@@ -118,7 +122,10 @@ def bwrap_argv(
         if any(_within(real, outer) for outer in bound):
             continue
         bound.append(real)
-        argv += ["--bind", str(real), str(real)]
+        if workspace_fd is not None and root == policy.workspace:
+            argv += ["--bind-fd", str(workspace_fd), str(root)]
+        else:
+            argv += ["--bind", str(real), str(real)]
     real_workdir = realpath(workdir)
     bases = [realpath(root) for root in roots]
     if any(_within(real_workdir, root) for root in bound):
@@ -163,16 +170,26 @@ def bwrap_argv(
 SECCOMP_FD: Final = 9
 """The descriptor `shell_line` opens the seccomp filter file on for ``bwrap --seccomp``."""
 
+WORKSPACE_FD: Final = 8
+"""The descriptor `shell_line` opens the pinned workspace on for ``bwrap --bind-fd``."""
 
-def shell_line(argv: list[str], seccomp_file: Path | None = None) -> str:
+
+def shell_line(
+    argv: list[str], seccomp_file: Path | None = None, *, workspace_source: str | None = None
+) -> str:
     """The line an inner executor's ``bash -c`` runs: ``exec`` of ``argv`` (no extra process).
 
     With ``seccomp_file``, the line opens it on `SECCOMP_FD` for ``bwrap`` to read (build
-    ``argv`` with ``seccomp_fd=SECCOMP_FD``).
+    ``argv`` with ``seccomp_fd=SECCOMP_FD``). With ``workspace_source`` (``/proc/<pid>/fd/<n>``
+    of a descriptor the calling process holds on the pinned workspace: opening it re-opens
+    that very directory, whatever its name leads to now) it opens it on `WORKSPACE_FD` (build
+    ``argv`` with ``workspace_fd=WORKSPACE_FD``).
     """
     line = f"exec {shlex.join(argv)}"
     if seccomp_file is not None:
         line += f" {SECCOMP_FD}< {shlex.quote(str(seccomp_file))}"
+    if workspace_source is not None:
+        line += f" {WORKSPACE_FD}< {shlex.quote(workspace_source)}"
     return line
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -14,7 +15,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from dsh_bash_sandbox._argv import SECCOMP_FD, bwrap_argv, shell_line, signal_from_status
+from dsh_bash_sandbox._argv import (
+    SECCOMP_FD,
+    WORKSPACE_FD,
+    bwrap_argv,
+    shell_line,
+    signal_from_status,
+)
 from dsh_bash_sandbox._placeholders import PlaceholderHold, is_placeholder
 from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
@@ -29,6 +36,8 @@ from dsh_shell import (
     ShellProcess,
     ShellRunResult,
     ShellValueError,
+    WorkspacePin,
+    WorkspacePinLookup,
     program_inside,
 )
 
@@ -47,6 +56,13 @@ NETWORK_DENIAL_SIGNATURES: Final[tuple[str, ...]] = (
     "Name or service not known",
 )
 """Output that, with a nonzero exit and the network off, looks like the sandbox refused it."""
+
+
+def _close_all(fds: dict[WorkspacePin, int]) -> None:
+    for fd in fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    fds.clear()
 
 
 def _remove_all(paths: set[Path]) -> None:
@@ -189,6 +205,14 @@ class SandboxExecutor:
     ``inner``: the sandbox owns it), else when the executor is collected or the interpreter
     exits. A foreground result whose failure looks like a refusal
     carries ``sandbox_denied`` (`looks_sandbox_denied`).
+
+    Workspace pinning: with ``workspace_pins`` (a session id's `WorkspacePin`, looked up by
+    ``DSH_SESSION_ID``), a confined command whose policy workspace is the session's pinned path
+    first verifies the pin (`WorkspacePin.verify`): once the path resolves elsewhere or is
+    another directory, ``run`` and ``start`` raise `WorkspaceChangedError` and nothing runs.
+    The workspace is then bound from a descriptor of the pinned directory (``bwrap
+    --bind-fd``, held by the executor until `aclose`), never by name, so a rename between the
+    check and the spawn cannot re-point it either (bwrap then fails to mount: closed).
     """
 
     def __init__(
@@ -199,6 +223,7 @@ class SandboxExecutor:
         bwrap: str = "bwrap",
         shell: str = "/bin/bash",
         temp_root: Path | None = None,
+        workspace_pins: WorkspacePinLookup | None = None,
     ) -> None:
         if policy is not None and not isinstance(policy, SandboxPolicy):
             raise ShellValueError("policy", policy, "a SandboxPolicy or None")
@@ -221,6 +246,9 @@ class SandboxExecutor:
         self._holds: set[PlaceholderHold] = set()
         self._checked: dict[tuple[Path, ...], SandboxProbe] = {}
         self._watchers: set[asyncio.Task[None]] = set()
+        self.workspace_pins = workspace_pins
+        self._pinned_fds: dict[WorkspacePin, int] = {}
+        self._fd_finalizer = weakref.finalize(self, _close_all, self._pinned_fds)
 
     def probe(self, workspace: Path | None = None) -> SandboxProbe:
         """`probe_sandbox` of this executor's ``bwrap``, refused inside the writable roots of
@@ -285,9 +313,10 @@ class SandboxExecutor:
         if self._probe is None:  # the first trial runs bwrap: off the event loop
             await asyncio.to_thread(self._check_programs, policy)
         self._check_programs(policy)
+        pinned = self._pinned_workspace(spec, policy)
         hold = self._hold_placeholders(policy)  # a few syscalls: no thread hop
         try:
-            result = await self.inner.run(self._confined(spec, policy))
+            result = await self.inner.run(self._confined(spec, policy, pinned))
         finally:
             hold.release()
         died_of = signal_from_status(result.exit_code)
@@ -304,9 +333,10 @@ class SandboxExecutor:
             return self.inner.start(dataclasses.replace(spec, sandbox=None))
         policy = self._with_temp_dir(spec, policy)
         self._check_programs(policy)
+        pinned = self._pinned_workspace(spec, policy)
         hold = self._hold_placeholders(policy)
         try:
-            process = self.inner.start(self._confined(spec, policy))
+            process = self.inner.start(self._confined(spec, policy, pinned))
         except BaseException:
             hold.release()
             raise
@@ -355,6 +385,7 @@ class SandboxExecutor:
             for hold in list(self._holds):
                 hold.release()
             self._holds.clear()
+            _close_all(self._pinned_fds)
             self._temp_dirs.clear()
             self._seccomp = None
             owned = list(self._owned)
@@ -403,7 +434,24 @@ class SandboxExecutor:
             self._owned.add(path)
         return path
 
-    def _confined(self, spec: ShellExecSpec, policy: SandboxPolicy) -> ShellExecSpec:
+    def _pinned_workspace(self, spec: ShellExecSpec, policy: SandboxPolicy) -> int | None:
+        """The descriptor of the session's pinned workspace, once the pin is verified
+        (`WorkspaceChangedError` otherwise); ``None`` when no pin applies to ``policy``."""
+        session = (spec.dsh_env or {}).get("DSH_SESSION_ID")
+        if self.workspace_pins is None or not session or policy.workspace is None:
+            return None
+        pin = self.workspace_pins(session)
+        if pin is None or pin.path != policy.workspace:
+            return None
+        pin.verify(session_id=session)
+        fd = self._pinned_fds.get(pin)
+        if fd is None:
+            fd = self._pinned_fds[pin] = pin.open(session_id=session)
+        return fd
+
+    def _confined(
+        self, spec: ShellExecSpec, policy: SandboxPolicy, pinned: int | None = None
+    ) -> ShellExecSpec:
         rules = self._seccomp_file()
         argv = bwrap_argv(
             policy,
@@ -412,8 +460,11 @@ class SandboxExecutor:
             bwrap=self._bwrap_path(),
             shell=self.shell,
             seccomp_fd=SECCOMP_FD if rules is not None else None,
+            workspace_fd=WORKSPACE_FD if pinned is not None else None,
         )
-        return dataclasses.replace(spec, command=shell_line(argv, rules), sandbox=None)
+        source = f"/proc/{os.getpid()}/fd/{pinned}" if pinned is not None else None
+        line = shell_line(argv, rules, workspace_source=source)
+        return dataclasses.replace(spec, command=line, sandbox=None)
 
     def _bwrap_path(self) -> str:
         path = self._probe.path if self._probe is not None else None

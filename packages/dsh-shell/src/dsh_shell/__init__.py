@@ -71,6 +71,7 @@ from dsh_shell._sandbox import (
     sandbox_denied_marker,
     sandbox_widens,
 )
+from dsh_shell._workspace import WorkspaceChangedError, WorkspacePin, WorkspacePinLookup
 
 __all__ = [
     "DEFAULT_DENIED_READ",
@@ -108,6 +109,9 @@ __all__ = [
     "ShellSpawnError",
     "ShellValueError",
     "ShellWorkdirError",
+    "WorkspaceChangedError",
+    "WorkspacePin",
+    "WorkspacePinLookup",
     "check_byte_count",
     "check_timeout",
     "compose_child_environment",

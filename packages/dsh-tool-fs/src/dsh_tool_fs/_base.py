@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from dsh_shell import SandboxAccess, SandboxPolicy
+from dsh_shell import SandboxAccess, SandboxPolicy, WorkspacePinLookup
 from dsh_tool_fs._confinement import (
     Confinement,
     SandboxModeLookup,
@@ -29,6 +29,7 @@ class FsSettings:
 
     sandbox: SandboxPolicy | None = None
     sandbox_mode: SandboxModeLookup | None = None
+    workspace_pins: WorkspacePinLookup | None = None
     observations: Observations = field(default_factory=Observations)
     ripgrep: str | None = "rg"
 
@@ -51,6 +52,7 @@ class FileTool(ToolDefinition[Any]):
             self.settings.sandbox,
             self.settings.sandbox_mode,
             getattr(args, "sandbox_permissions", None),
+            pins=self.settings.workspace_pins,
         )
 
     def target(
@@ -74,7 +76,10 @@ class FileTool(ToolDefinition[Any]):
         if requested is None or self.settings.sandbox is None:
             return None
         current = Confinement.for_call(
-            execution, self.settings.sandbox, self.settings.sandbox_mode
+            execution,
+            self.settings.sandbox,
+            self.settings.sandbox_mode,
+            pins=self.settings.workspace_pins,
         ).mode
         return escalation_reason(
             self.name, requested, getattr(args, "justification", None), current

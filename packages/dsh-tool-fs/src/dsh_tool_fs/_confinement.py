@@ -2,9 +2,12 @@
 
 A path is resolved before any check: relative to the caller's session cwd, ``~`` expanded, every
 symlink and ``..`` followed (``os.path.realpath``), so a link inside the workspace that points
-outside is judged by where it points. The check is `dsh_shell.SandboxPolicy.check`, the rule the
-sandboxed ``bash`` follows. Opening then re-verifies that the descriptor is the checked file
-(``O_NOFOLLOW`` and the descriptor's own path), so a symlink swapped in between is refused.
+outside is judged by where it points. The workspace itself is the session's pinned one when a
+pin lookup is given: verified before every call (`dsh_shell.WorkspacePin.verify`), never
+re-resolved, so a workspace re-pointed by a symlink refuses the call. The check is
+`dsh_shell.SandboxPolicy.check`, the rule the sandboxed ``bash`` follows. Opening then
+re-verifies that the descriptor is the checked file (``O_NOFOLLOW`` and the descriptor's own
+path), so a symlink swapped in between is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dsh_shell import (
     SandboxAccess,
     SandboxMode,
     SandboxPolicy,
+    WorkspacePinLookup,
     sandbox_denied_marker,
     sandbox_widens,
 )
@@ -133,9 +137,15 @@ class Confinement:
         default: SandboxPolicy | None,
         lookup: SandboxModeLookup | None,
         requested: Escalation | None = None,
+        *,
+        pins: WorkspacePinLookup | None = None,
     ) -> Confinement:
         """The confinement of ``execution``: ``default`` in the session's mode (from
-        ``lookup``), rooted at the caller's cwd, widened to ``requested`` once approved."""
+        ``lookup``), rooted at the caller's cwd, widened to ``requested`` once approved.
+
+        With ``pins``, a session whose workspace is pinned has it verified first (a
+        `dsh_shell.WorkspaceChangedError` refuses the call, closed, whatever the mode) and
+        keeps the pinned path as its workspace, never what the cwd resolves to now."""
         cwd = execution.caller.cwd if execution.caller is not None else None
         base = Path(cwd) if cwd is not None else Path.cwd()
         if default is None:
@@ -145,9 +155,15 @@ class Confinement:
         changes: dict[str, object] = {}
         if mode is not None and mode != policy.mode:
             changes["mode"] = mode
-        if policy.workspace is None:
-            changes["workspace"] = Path(os.path.realpath(base))
+        session = execution.session_id
+        pin = pins(session) if pins is not None and session is not None else None
+        if pin is not None and (mode or policy.mode) != "danger-full-access":
+            pin.verify(session_id=session)
         changes |= _resolved_paths(policy)
+        if pin is not None and policy.workspace in (None, pin.path):
+            changes["workspace"] = pin.path
+        elif policy.workspace is None:
+            changes["workspace"] = Path(os.path.realpath(base))
         policy = dataclasses.replace(policy, **changes)  # type: ignore[arg-type]
         if requested is not None:
             policy = policy.widened(requested)

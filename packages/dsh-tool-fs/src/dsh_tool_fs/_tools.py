@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_shell import SandboxPolicy
+from dsh_shell import SandboxPolicy, WorkspacePinLookup
 from dsh_tool_fs._base import FileTool, FsSettings
 from dsh_tool_fs._confinement import SandboxModeLookup
 from dsh_tool_fs._edit import EditTool
@@ -26,7 +26,9 @@ class FileTools:
     ``sandbox_permissions`` + ``justification`` (approval needed, one call widened).
     ``ripgrep`` names the ``rg`` executable ``glob``/``grep`` use when it is on ``PATH``
     (``None``: always the pure-Python engine). The read-before-edit state is shared by the
-    tools and kept per session (`Observations`).
+    tools and kept per session (`Observations`). ``workspace_pins`` gives a session's pinned
+    workspace (`dsh_shell.WorkspacePin`): it is verified before every confined call and used as
+    the workspace, so a workspace re-pointed by a symlink refuses the call.
     """
 
     def __init__(
@@ -36,10 +38,12 @@ class FileTools:
         sandbox_mode: SandboxModeLookup | None = None,
         ripgrep: str | None = "rg",
         observations: Observations | None = None,
+        workspace_pins: WorkspacePinLookup | None = None,
     ) -> None:
         self.settings = FsSettings(
             sandbox=sandbox,
             sandbox_mode=sandbox_mode,
+            workspace_pins=workspace_pins,
             observations=observations if observations is not None else Observations(),
             ripgrep=ripgrep,
         )

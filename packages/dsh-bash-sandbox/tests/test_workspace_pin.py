@@ -1,0 +1,125 @@
+"""A session's pinned workspace under real bubblewrap: verified before each command, bound
+from a descriptor of the pinned directory, so a folder swapped for a symlink is never
+followed (issue 32 §1.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from dsh_bash_sandbox import SandboxExecutor
+from dsh_shell import (
+    SandboxPolicy,
+    ShellExecRequest,
+    ShellExecSpec,
+    ShellRunResult,
+    WorkspaceChangedError,
+    WorkspacePin,
+)
+
+if TYPE_CHECKING:
+    from conftest import FakeInner  # the fixture's type (conftest is not importable)
+
+
+def swap_for_link(folder: Path, target: Path) -> None:
+    """What another session in the parent folder can do: move the folder, link it elsewhere."""
+    folder.rename(folder.with_name(folder.name + ".real"))
+    folder.symlink_to(target)
+
+
+class SwapBeforeSpawn:
+    """An inner executor that swaps the workspace for a link after the sandbox checked the pin
+    and built the command line, right before the process starts (the race, made certain)."""
+
+    def __init__(self, inner: FakeInner, folder: Path, target: Path) -> None:
+        self.inner = inner
+        self.folder = folder
+        self.target = target
+
+    def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
+        return self.inner.resolve(request)
+
+    async def run(self, spec: ShellExecSpec) -> ShellRunResult:
+        swap_for_link(self.folder, self.target)
+        return await self.inner.run(spec)
+
+    def start(self, spec: ShellExecSpec) -> Any:
+        return self.inner.start(spec)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> tuple[Path, Path]:
+    sub = tmp_path / "work" / "sub"
+    sub.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    return sub, outside
+
+
+def request(sub: Path, command: str) -> ShellExecRequest:
+    return ShellExecRequest(
+        command,
+        workdir=sub,
+        dsh_env={"DSH_SESSION_ID": "s-1"},
+        sandbox=SandboxPolicy(workspace=sub),
+    )
+
+
+async def test_a_workspace_swapped_for_a_link_refuses_the_command(
+    inner: FakeInner, tree: tuple[Path, Path]
+) -> None:
+    sub, outside = tree
+    pin = WorkspacePin.of(sub)
+    executor = SandboxExecutor(inner, workspace_pins={"s-1": pin}.get)
+    swap_for_link(sub, outside)
+    with pytest.raises(WorkspaceChangedError) as caught:
+        await executor.run(executor.resolve(request(sub, "touch landed")))
+    assert caught.value.session_id == "s-1"
+    assert caught.value.path == str(sub)
+    assert inner.specs == []  # nothing ran
+    with pytest.raises(WorkspaceChangedError):
+        executor.start(executor.resolve(request(sub, "touch landed")))
+    assert list(outside.iterdir()) == []
+    await executor.aclose()
+
+
+async def test_a_swap_after_the_check_cannot_re_point_the_bind(
+    inner: FakeInner, tree: tuple[Path, Path]
+) -> None:
+    sub, outside = tree
+    pin = WorkspacePin.of(sub)
+    racing = SwapBeforeSpawn(inner, sub, outside)
+    executor = SandboxExecutor(racing, workspace_pins={"s-1": pin}.get)
+    result = await executor.run(executor.resolve(request(sub, f"touch {sub}/landed")))
+    assert list(outside.iterdir()) == []  # bwrap bound the pinned directory, or refused
+    assert result.exit_code != 0 or (sub.with_name("sub.real") / "landed").exists()
+    assert "--bind-fd" in inner.specs[0].command
+    await executor.aclose()
+
+
+async def test_a_pinned_workspace_runs_and_is_bound_from_its_descriptor(
+    inner: FakeInner, tree: tuple[Path, Path]
+) -> None:
+    sub, _ = tree
+    executor = SandboxExecutor(inner, workspace_pins={"s-1": WorkspacePin.of(sub)}.get)
+    result = await executor.run(executor.resolve(request(sub, "touch made && pwd")))
+    assert (result.exit_code, result.stdout.text) == (0, f"{sub}\n")
+    assert (sub / "made").exists()
+    assert f"--bind-fd 8 {sub}" in inner.specs[0].command
+    await executor.aclose()
+
+
+def test_a_pin_refuses_a_path_that_is_not_its_own_real_path(tree: tuple[Path, Path]) -> None:
+    sub, outside = tree
+    link = sub.parent / "link"
+    link.symlink_to(outside)
+    with pytest.raises(WorkspaceChangedError) as caught:
+        WorkspacePin.of(link)
+    assert f"resolves to {str(outside)!r}" in str(caught.value)
+    pin = WorkspacePin.of(sub)
+    sub.rename(sub.with_name("sub.old"))  # kept, so its inode is not reused
+    sub.mkdir()  # the same name, another directory
+    with pytest.raises(WorkspaceChangedError, match="is another directory"):
+        pin.verify(session_id="s-1")
