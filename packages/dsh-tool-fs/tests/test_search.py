@@ -212,6 +212,66 @@ async def test_glob_ignores_gitignore_files_above_the_root(engine: str, work: Pa
     assert lines(await call(engine, work, "glob", pattern="*.log", path="sub")) == ["a.log"]
 
 
+@pytest.mark.parametrize("name", [".gitignore", ".ignore", ".rgignore"])
+async def test_each_ignore_file_counts(engine: str, work: Path, name: str) -> None:
+    write(work, name, "*.log\nbuild/\n")
+    write(work, "sub/" + name, "!keep.log\n")
+    for rel in ("a.log", "build/b.txt", "sub/c.log", "sub/keep.log", "d.txt"):
+        write(work, rel, "needle\n")
+    expected = ["d.txt", "sub/keep.log"]
+    assert sorted(lines(await call(engine, work, "glob", pattern="*.{txt,log}"))) == expected
+    assert sorted(lines(await call(engine, work, "grep", pattern="needle"))) == expected
+
+
+async def test_rgignore_beats_ignore_beats_gitignore(engine: str, work: Path) -> None:
+    write(work, ".gitignore", "*.a\n*.b\n!*.c\n")
+    write(work, ".ignore", "!*.a\n*.c\n!*.d\n")
+    write(work, ".rgignore", "*.d\n")
+    write(work, "deep/.gitignore", "!*.b\n")  # nearer, but only against the other .gitignore
+    write(work, "deep/.rgignore", "!x.d\n")  # the nearest .rgignore decides
+    for rel in ("x.a", "x.b", "x.c", "x.d", "deep/x.a", "deep/x.b", "deep/x.c", "deep/x.d"):
+        write(work, rel, "needle\n")
+    expected = ["deep/x.a", "deep/x.b", "deep/x.d", "x.a"]
+    assert sorted(lines(await call(engine, work, "glob", pattern="x.*"))) == expected
+    assert sorted(lines(await call(engine, work, "grep", pattern="needle"))) == expected
+
+
+async def test_a_nested_repository_keeps_the_rules_above_it(engine: str, work: Path) -> None:
+    write(work, ".gitignore", "*.log\n")
+    write(work, ".ignore", "*.tmp\n")
+    (work / "nested" / ".git").mkdir(parents=True)
+    write(work, "worktree/.git", "gitdir: /elsewhere\n")
+    for rel in ("nested/a.log", "nested/b.tmp", "worktree/c.log", "nested/d.txt"):
+        write(work, rel, "needle\n")
+    assert lines(await call(engine, work, "glob", pattern="*.{log,tmp,txt}")) == ["nested/d.txt"]
+    assert lines(await call(engine, work, "grep", pattern="needle")) == ["nested/d.txt"]
+
+
+async def test_git_exclude_global_gitignore_and_parents_do_not_count(
+    engine: str, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(work, ".git/info/exclude", "excluded.txt\n")
+    config = tmp_path / "config"
+    write(config, "git/ignore", "global.txt\n")
+    write(tmp_path / "home", ".gitconfig", f"[core]\n\texcludesFile = {config}/git/ignore\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write(tmp_path, ".gitignore", "parent.txt\n")
+    write(tmp_path, ".ignore", "parent.txt\n")
+    for rel in ("excluded.txt", "global.txt", "parent.txt"):
+        write(work, rel, "needle\n")
+    expected = ["excluded.txt", "global.txt", "parent.txt"]
+    assert sorted(lines(await call(engine, work, "glob", pattern="*.txt"))) == expected
+    assert sorted(lines(await call(engine, work, "grep", pattern="needle"))) == expected
+
+
+@pytest.mark.parametrize("name", [".gitignore", ".ignore", ".rgignore"])
+async def test_an_ignore_file_that_is_a_fifo_is_not_read(work: Path, name: str) -> None:
+    os.mkfifo(work / name)  # ripgrep blocks on it: its time budget ends that search
+    write(work, "a.txt", "needle\n")
+    assert lines(await call("python", work, "grep", pattern="needle")) == ["a.txt"]
+
+
 async def test_glob_includes_hidden_files_and_skips_git(engine: str, work: Path) -> None:
     write(work, ".env", mtime=4)
     write(work, ".config/tool.toml", mtime=3)

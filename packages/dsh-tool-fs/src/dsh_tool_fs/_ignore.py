@@ -1,13 +1,24 @@
-"""The file set ``glob`` and ``grep`` search, without ripgrep: gitignore-style globs and
-``.gitignore`` files (via `pathspec`), and a walk that honours them.
+"""The file set ``glob`` and ``grep`` search, defined here once for both engines:
+gitignore-style globs and ignore files (via `pathspec`), and a walk that honours them.
 
-A glob or ignore line is matched the way git (and ripgrep's ``ignore`` crate) does: against the
-path relative to the search root (or to the directory holding the ``.gitignore``), a pattern
-without ``/`` matching the basename at any depth, ``**`` crossing directories, a trailing ``/``
-matching directories only, the last matching line of a file deciding, and the nearest
-``.gitignore`` that matches at all deciding over those above it. A pattern matches the path
-itself, never a path below it: descendants are excluded by not walking into an ignored
-directory (so ``!pattern`` cannot re-include a file inside one, as in git).
+The ignore files that count are `IGNORE_FILES`, in the search root and every directory below
+it: ``.rgignore``, ``.ignore`` and ``.gitignore`` (ripgrep's own set; a git repository is not
+required). Not the root's parents, not ``.git/info/exclude``, not the global gitignore
+(``core.excludesFile``, ``~/.config/git/ignore``). Hidden files count; ``.git`` is skipped.
+
+A line is matched the way git (and ripgrep's ``ignore`` crate) does: against the path relative
+to the directory holding the file, a pattern without ``/`` matching the basename at any depth,
+``**`` crossing directories, a trailing ``/`` matching directories only, the last matching line
+of a file deciding. Per kind of file the nearest one with a matching line decides, and a
+``.rgignore`` decision beats an ``.ignore`` one, which beats a ``.gitignore`` one (so
+``!keep.log`` in a ``.ignore`` re-includes what a ``.gitignore`` ignores). A pattern matches
+the path itself, never a path below it: descendants are excluded by not walking into an
+ignored directory (so ``!pattern`` cannot re-include a file inside one, as in git). A nested
+repository (a directory holding ``.git``) is no boundary: the rules above it still apply.
+
+ripgrep walks with the same files enabled (`RIPGREP_IGNORE_FLAGS`); its list is then checked
+against these rules again (`IgnoreIndex`), so a ripgrep that ignores less (13.x stops a
+``.gitignore`` at a nested repository under ``--no-require-git``) yields the same set.
 """
 
 from __future__ import annotations
@@ -15,25 +26,43 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import pathspec
 
 from dsh_shell import SandboxPolicy
 
 __all__ = [
+    "IGNORE_FILES",
+    "RIPGREP_IGNORE_FLAGS",
     "GlobMatcher",
     "IgnoreFile",
+    "IgnoreIndex",
     "SearchCancelled",
     "expand_braces",
     "path_allowed",
     "walk_files",
 ]
 
-IGNORE_FILE = ".gitignore"
+IGNORE_FILES = (".rgignore", ".ignore", ".gitignore")
+"""The ignore files that count, the deciding one first."""
 SKIPPED_NAME = ".git"
+RIPGREP_IGNORE_FLAGS = (
+    "--no-config",
+    "--no-ignore-global",
+    "--no-ignore-parent",
+    "--no-ignore-exclude",
+    "--no-require-git",
+    "--hidden",
+    "--glob",
+    "!.git",
+)
+"""The ripgrep flags that select the same file set (``.rgignore``, ``.ignore``, ``.gitignore``
+below the root; hidden files; no ``.git``)."""
 MAX_BRACE_ALTERNATIVES = 64
 
 # pathspec's directory mark: a pattern's regex ends with one of these (1.x, then 0.12 forms).
@@ -186,21 +215,29 @@ class GlobMatcher:
 
 @dataclass(frozen=True, slots=True)
 class IgnoreFile:
-    """The rules of one ``.gitignore``; ``base`` is its directory relative to the search root
+    """The rules of one ignore file; ``base`` is its directory relative to the search root
     (``""`` or ending in ``/``)."""
 
     base: str
     rules: tuple[_Rule, ...]
 
     @classmethod
-    def load(cls, directory: str, base: str) -> IgnoreFile | None:
-        """``directory``'s ``.gitignore`` (a line that does not compile is skipped, as git
+    def load(cls, directory: str, base: str, name: str) -> IgnoreFile | None:
+        """``directory``'s ignore file ``name`` (a line that does not compile is skipped, as git
         and ripgrep do), or ``None`` without one."""
         try:
-            with open(os.path.join(directory, IGNORE_FILE), "rb") as stream:
-                data = stream.read()
+            fd = os.open(os.path.join(directory, name), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None  # a FIFO or device named .gitignore is never read
+            with os.fdopen(os.dup(fd), "rb") as stream:
+                data = stream.read(_IGNORE_FILE_CAP)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
         rules: list[_Rule] = []
         for line in data.decode("utf-8", errors="replace").splitlines():
             try:
@@ -218,11 +255,27 @@ class IgnoreFile:
         return None
 
 
-def _ignored(ignores: tuple[IgnoreFile, ...], rel: str, is_dir: bool) -> bool:
-    for ignore in reversed(ignores):
-        decision = ignore.decide(rel, is_dir)
-        if decision is not None:
-            return decision
+_IGNORE_FILE_CAP = 16 * 1024 * 1024
+"""Bytes of one ignore file read at most."""
+
+_Level: TypeAlias = tuple["IgnoreFile | None", ...]
+"""One directory's ignore files, in `IGNORE_FILES` order."""
+_Chain: TypeAlias = tuple[_Level, ...]
+"""The ignore files from the search root down to one directory."""
+
+
+def _level(directory: str, base: str) -> _Level | None:
+    level = tuple(IgnoreFile.load(directory, base, name) for name in IGNORE_FILES)
+    return level if any(level) else None
+
+
+def _ignored(chain: _Chain, rel: str, is_dir: bool) -> bool:
+    for kind in range(len(IGNORE_FILES)):
+        for level in reversed(chain):
+            ignore = level[kind]
+            decision = ignore.decide(rel, is_dir) if ignore is not None else None
+            if decision is not None:
+                return decision
     return False
 
 
@@ -235,23 +288,23 @@ def walk_files(
     root: str, policy: SandboxPolicy | None, stop: threading.Event
 ) -> Iterator[tuple[str, str]]:
     """Every regular file under the directory ``root`` as ``(absolute path, path relative to
-    root)``: hidden files included, ``.git`` skipped, ``.gitignore`` files at and below
-    ``root`` honoured, symlinks never followed (nor listed), unreadable directories and paths
+    root)``: hidden files included, ``.git`` skipped, the `IGNORE_FILES` at and below ``root``
+    honoured, symlinks never followed (nor listed), unreadable directories and paths
     ``policy`` denies for read skipped. Raises `SearchCancelled` once ``stop`` is set."""
-    stack: list[tuple[str, str, tuple[IgnoreFile, ...]]] = [(root, "", ())]
+    stack: list[tuple[str, str, _Chain]] = [(root, "", ())]
     while stack:
         if stop.is_set():
             raise SearchCancelled
-        directory, base, ignores = stack.pop()
-        own = IgnoreFile.load(directory, base)
+        directory, base, chain = stack.pop()
+        own = _level(directory, base)
         if own is not None:
-            ignores = (*ignores, own)
+            chain = (*chain, own)
         try:
             with os.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError:
             continue
-        below: list[tuple[str, str, tuple[IgnoreFile, ...]]] = []
+        below: list[tuple[str, str, _Chain]] = []
         for entry in entries:
             if entry.name == SKIPPED_NAME:
                 continue
@@ -264,10 +317,44 @@ def walk_files(
             except OSError:
                 continue
             rel = base + entry.name
-            if _ignored(ignores, rel, is_dir) or not path_allowed(policy, entry.path):
+            if _ignored(chain, rel, is_dir) or not path_allowed(policy, entry.path):
                 continue
             if is_dir:
-                below.append((entry.path, rel + "/", ignores))
+                below.append((entry.path, rel + "/", chain))
             else:
                 yield entry.path, rel
         stack.extend(reversed(below))
+
+
+class IgnoreIndex:
+    """The rules of `walk_files` for single paths under ``root`` (ripgrep's list checked
+    again): each directory's ignore files loaded once."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._chains: dict[str, _Chain] = {}
+
+    def excluded(self, rel: str) -> bool:
+        """Whether `walk_files` would leave out the file at ``rel`` (``/``-separated, relative
+        to the root): it or a directory on its way is ignored, or named ``.git``."""
+        parts = rel.split("/")
+        if SKIPPED_NAME in parts:
+            return True
+        base = ""
+        chain = self._chain(base, ())
+        for part in parts[:-1]:
+            if _ignored(chain, base + part, True):
+                return True
+            base += part + "/"
+            chain = self._chain(base, chain)
+        return _ignored(chain, rel, False)
+
+    def _chain(self, base: str, parent: _Chain) -> _Chain:
+        """The ignore files from the root down to the directory ``base`` (``""`` or ending in
+        ``/``), ``parent`` being those down to its parent."""
+        chain = self._chains.get(base)
+        if chain is None:
+            own = _level(os.path.join(self.root, base), base)
+            chain = parent if own is None else (*parent, own)
+            self._chains[base] = chain
+        return chain

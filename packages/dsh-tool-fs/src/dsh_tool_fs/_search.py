@@ -1,15 +1,17 @@
 """``glob`` and ``grep``: find files by name, and lines by regular expression.
 
 Both search the same file set under the search root: regular files, hidden ones included,
-``.git`` skipped, the ``.gitignore`` files at and below the root honoured (not global excludes,
-not ``.git/info/exclude``, not the root's parents), symlinks neither followed nor listed, and
-whatever the session's sandbox denies for read dropped silently.
+``.git`` skipped, the ``.rgignore``, ``.ignore`` and ``.gitignore`` files at and below the root
+honoured (not global excludes, not ``.git/info/exclude``, not the root's parents; the rules are
+`dsh_tool_fs._ignore`'s), symlinks neither followed nor listed, and whatever the session's
+sandbox denies for read dropped silently.
 
 Two engines give the same results: ripgrep, when `FsSettings.ripgrep` names an executable on
 ``PATH`` (it walks the tree and, for ``grep``, matches the lines), and a pure-Python one
 (`dsh_tool_fs._ignore.walk_files` and `re`). The glob ``pattern`` and ``include`` filter are
 always applied in Python (`GlobMatcher`): ripgrep's own ``--glob`` would override the
-``.gitignore`` rules. Files are listed newest first (modification time, then path).
+ignore files. ripgrep's list is checked against the ignore rules again (`IgnoreIndex`).
+Files are listed newest first (modification time, then path).
 
 Output (``path`` relative to the search root; the path itself when ``grep`` searched one file):
 
@@ -46,7 +48,14 @@ from dsh_shell import SandboxPolicy
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs
 from dsh_tool_fs._errors import FsToolError, SearchError
-from dsh_tool_fs._ignore import GlobMatcher, SearchCancelled, path_allowed, walk_files
+from dsh_tool_fs._ignore import (
+    RIPGREP_IGNORE_FLAGS,
+    GlobMatcher,
+    IgnoreIndex,
+    SearchCancelled,
+    path_allowed,
+    walk_files,
+)
 from dsh_tools import ToolExecution, ToolResult
 
 __all__ = [
@@ -85,17 +94,6 @@ OutputMode: TypeAlias = Literal["files_with_matches", "content", "count"]
 """What ``grep`` returns: the matching files, the matching lines, or matching lines per file."""
 Engine: TypeAlias = Literal["ripgrep", "python"]
 
-_RG_FLAGS = (
-    "--no-config",
-    "--no-ignore-global",
-    "--no-ignore-parent",
-    "--no-ignore-exclude",
-    "--no-ignore-dot",
-    "--no-require-git",
-    "--hidden",
-    "--glob",
-    "!.git",
-)
 _RG_PATTERN_ERRORS = ("regex parse error", "error parsing glob", "not allowed in a regex")
 _LINE_BREAK = re.compile(r"(?<!\\)(?:\\\\)*\\n")
 
@@ -565,8 +563,8 @@ class GlobTool(FileTool):
     name = "glob"
     description = (
         "Find files by name with a gitignore-style glob (`*.py`, `src/**/*.ts`, "
-        "`*.{js,ts}`), newest first. Honours .gitignore files; includes hidden files; skips "
-        ".git. Use it rather than find or ls to locate files."
+        "`*.{js,ts}`), newest first. Honours .gitignore, .ignore and .rgignore files; "
+        "includes hidden files; skips .git. Use it rather than find or ls to locate files."
     )
     plain_args = GlobArgs
     sandbox_args = GlobSandboxArgs
@@ -593,17 +591,21 @@ class GlobTool(FileTool):
             engine = "ripgrep"
             stdout, stderr, status = await _run_rg(
                 executable,
-                ["--files", *_RG_FLAGS, "--null", "--", str(scope.root)],
+                ["--files", *RIPGREP_IGNORE_FLAGS, "--null", "--", str(scope.root)],
                 _GLOB_NARROW,
             )
             _rg_failure(stdout, stderr, status)
 
             def collect(stop: threading.Event) -> list[str]:
+                index = IgnoreIndex(str(scope.root))
                 kept = []
                 for path in _split_nul(stdout):
                     if stop.is_set():
                         raise SearchCancelled
-                    if matcher.matches(scope.relative(path)) and path_allowed(scope.policy, path):
+                    rel = scope.relative(path)
+                    if index.excluded(rel) or not matcher.matches(rel):
+                        continue
+                    if path_allowed(scope.policy, path):
                         kept.append(path)
                 return _newest_first(scope, kept, str)
 
@@ -651,8 +653,8 @@ class GrepTool(FileTool):
         "Search file contents with a regular expression (one line at a time). Output modes: "
         "`files_with_matches` (default, newest first), `content` (matching lines with line "
         "numbers, optional context), `count`. Filter files with `include` (a glob). Honours "
-        ".gitignore files; includes hidden files; skips .git and binary files. Use it rather "
-        "than grep or rg in bash."
+        ".gitignore, .ignore and .rgignore files; includes hidden files; skips .git and "
+        "binary files. Use it rather than grep or rg in bash."
     )
     plain_args = GrepArgs
     sandbox_args = GrepSandboxArgs
@@ -713,7 +715,7 @@ class GrepTool(FileTool):
             lambda stop: _has_nul(str(scope.root), stop, scope.policy)
         ):
             return []  # ripgrep searches a named binary file; the directory walk skips it
-        argv = [*_RG_FLAGS, "--encoding", "none", "--color", "never"]
+        argv = [*RIPGREP_IGNORE_FLAGS, "--encoding", "none", "--color", "never"]
         argv.append("--ignore-case" if args.case_insensitive else "--case-sensitive")
         if mode == "files_with_matches":
             argv += ["--files-with-matches", "--null"]
@@ -728,11 +730,15 @@ class GrepTool(FileTool):
         _rg_failure(stdout, stderr, status)
 
         def collect(stop: threading.Event) -> list[_Hit]:
+            index = None if scope.is_file else IgnoreIndex(str(scope.root))
             kept = []
             for hit in _rg_hits(stdout, mode):
                 if stop.is_set():
                     raise SearchCancelled
-                if include is not None and not include.matches(scope.relative(hit.path)):
+                rel = scope.relative(hit.path)
+                if index is not None and index.excluded(rel):
+                    continue
+                if include is not None and not include.matches(rel):
                     continue
                 if not path_allowed(scope.policy, hit.path):
                     continue
