@@ -477,17 +477,17 @@ def test_run_streams_from_an_openai_compatible_provider_and_never_shows_the_key(
 
 
 def test_run_with_the_builtin_deepseek_provider_reads_its_key_variable(dsh: Dsh) -> None:
-    """`dsh run --model deepseek:deepseek-chat` with DEEPSEEK_API_KEY set: only the base URL is
+    """`dsh run --model deepseek:deepseek-v4-flash` with DEEPSEEK_API_KEY set: only the base URL is
     pointed at the local server; the built-in provider's key variable stays."""
     with sse.SseServer(["Hello", " from deepseek."]) as server:
         dsh.config(f'[providers.deepseek]\nbase_url = "{server.base_url}"\n')
         key = {"DEEPSEEK_API_KEY": SECRET}
-        done = dsh.ok("run", "--model", "deepseek:deepseek-chat", "Say hello", env=key)
+        done = dsh.ok("run", "--model", "deepseek:deepseek-v4-flash", "Say hello", env=key)
         requests = [r for r in server.requests if r.path.endswith("/chat/completions")]
     assert done.stdout.decode().strip() == "Hello from deepseek."
     (request,) = requests
     assert request.headers["authorization"] == f"Bearer {SECRET}"
-    assert request.json()["model"] == "deepseek-chat"
+    assert request.json()["model"] == "deepseek-v4-flash"
     provider = json.loads(dsh.ok("config", "--json", env=key).stdout)["providers"]["deepseek"]
     assert provider["api_key_env"] == "DEEPSEEK_API_KEY"
     assert provider["base_url"] == server.base_url

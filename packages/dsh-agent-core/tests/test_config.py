@@ -33,7 +33,7 @@ def test_no_file_means_plain_jsonl_under_the_home(tmp_path: Path) -> None:
         "dsn_env": "DSH_POSTGRES_DSN",
         "postgres_schema": "dsh",
     }
-    assert config.model == "deepseek:deepseek-chat"
+    assert config.model == "deepseek:deepseek-v4-flash"  # deepseek-chat was retired
 
 
 def test_zstd_and_sqlite_are_one_block_away(tmp_path: Path) -> None:

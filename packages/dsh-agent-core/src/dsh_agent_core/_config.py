@@ -90,7 +90,7 @@ class ProviderConfig(BaseModel):
     context_window: int | None = Field(default=None, gt=0)
     """The window in tokens of this provider's models (``None``: unknown)."""
     context_windows: dict[str, int] = Field(default_factory=dict)
-    """Per model name, overriding ``context_window`` (``{"deepseek-chat" = 65536}``)."""
+    """Per model name, overriding ``context_window`` (``{"deepseek-v4-flash" = 65536}``)."""
 
     @field_validator("context_windows")
     @classmethod
@@ -239,7 +239,7 @@ class Config(BaseModel):
     model_config = _STRICT
 
     dsh_home: str | None = None
-    model: str = "deepseek:deepseek-chat"
+    model: str = "deepseek:deepseek-v4-flash"
     system: str | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     max_steps_per_turn: int | None = Field(default=None, gt=0)
