@@ -13,7 +13,7 @@ import pytest
 import dsh_tool_fs._read as read_module
 from dsh_shell import SandboxPolicy
 from dsh_tool_fs import FileTools, write_atomic
-from dsh_tool_fs._search import _open_checked
+from dsh_tool_fs._engine import _open_checked
 from support import Caller, Tools, code
 
 SAFETY = 60.0

@@ -3,6 +3,7 @@ pair, the confinement of a call, and the approval an escalated call needs."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,6 +17,7 @@ from dsh_tool_fs._confinement import (
     escalation_reason,
     resolve_path,
 )
+from dsh_tool_fs._engine import SEARCH_TIME_BUDGET
 from dsh_tool_fs._errors import FsToolError
 from dsh_tool_fs._observations import Observations
 from dsh_tools import ToolDefinition, ToolExecution
@@ -32,6 +34,14 @@ class FsSettings:
     workspace_pins: WorkspacePinLookup | None = None
     observations: Observations = field(default_factory=Observations)
     ripgrep: str | None = "rg"
+    search_budget: float = SEARCH_TIME_BUDGET
+
+    def __post_init__(self) -> None:
+        budget = self.search_budget
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
+            raise ValueError(f"search_budget must be a positive number of seconds, not {budget!r}")
+        if math.isinf(budget):
+            raise ValueError("search_budget must be finite: a search needs an end")
 
 
 class FileTool(ToolDefinition[Any]):

@@ -30,11 +30,12 @@ import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import pathspec
 
-from dsh_shell import SandboxPolicy
+if TYPE_CHECKING:  # the worker imports dsh_shell only when a request holds a policy
+    from dsh_shell import SandboxPolicy
 
 __all__ = [
     "IGNORE_FILES",

@@ -11,7 +11,9 @@ Two engines give the same results: ripgrep, when `FsSettings.ripgrep` names an e
 (`dsh_tool_fs._ignore.walk_files` and `re`). The glob ``pattern`` and ``include`` filter are
 always applied in Python (`GlobMatcher`): ripgrep's own ``--glob`` would override the
 ignore files. ripgrep's list is checked against the ignore rules again (`IgnoreIndex`).
-Files are listed newest first (modification time, then path).
+Files are listed newest first (modification time, then path). The Python work of every
+search runs in a worker process (`dsh_tool_fs._worker`); the search as a whole (ripgrep and the
+worker) ends within `FsSettings.search_budget` seconds, else ``SEARCH_TIMEOUT``.
 
 Output (``path`` relative to the search root; the path itself when ``grep`` searched one file):
 
@@ -28,34 +30,34 @@ Output (``path`` relative to the search root; the path itself when ``grep`` sear
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import os
-import re
 import shutil
 import stat
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Literal, TypeAlias, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
 
-from dsh_shell import SandboxPolicy
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs
-from dsh_tool_fs._errors import FsToolError, SearchError
-from dsh_tool_fs._ignore import (
-    RIPGREP_IGNORE_FLAGS,
-    GlobMatcher,
-    IgnoreIndex,
-    SearchCancelled,
-    path_allowed,
-    walk_files,
+from dsh_tool_fs._engine import (
+    GLOB_NARROW,
+    GREP_NARROW,
+    RAW_OUTPUT_LIMIT,
+    SEARCH_TIME_BUDGET,
+    EngineError,
+    GlobRequest,
+    GrepRequest,
+    Hit,
+    OutputMode,
+    SearchScope,
+    overflow,
 )
+from dsh_tool_fs._errors import FsToolError, SearchError
+from dsh_tool_fs._ignore import RIPGREP_IGNORE_FLAGS, GlobMatcher
+from dsh_tool_fs._worker import run_in_worker
 from dsh_tools import ToolExecution, ToolResult
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "GREP_MAX_HEAD_LIMIT",
     "GREP_MAX_LINE_BYTES",
     "RAW_OUTPUT_LIMIT",
+    "SEARCH_TIME_BUDGET",
     "GlobArgs",
     "GlobSandboxArgs",
     "GlobTool",
@@ -84,18 +87,9 @@ GREP_MAX_CONTEXT = 10
 """The most context lines before and after a match."""
 GREP_MAX_LINE_BYTES = 2000
 """UTF-8 bytes kept of one shown line."""
-RAW_OUTPUT_LIMIT = 20 * 1024 * 1024
-"""Bytes of raw results (ripgrep's stdout, or the Python engine's collected lines) at most."""
-_RG_BUFFER = 64 * 1024
-"""ripgrep checks its first buffer for NUL; a larger matched file is checked again here."""
 _STDERR_KEPT = 64 * 1024
 
-OutputMode: TypeAlias = Literal["files_with_matches", "content", "count"]
-"""What ``grep`` returns: the matching files, the matching lines, or matching lines per file."""
-Engine: TypeAlias = Literal["ripgrep", "python"]
-
 _RG_PATTERN_ERRORS = ("regex parse error", "error parsing glob", "not allowed in a regex")
-_LINE_BREAK = re.compile(r"(?<!\\)(?:\\\\)*\\n")
 
 _OptionalPath = Annotated[str | None, WithJsonSchema({"type": "string"})]
 _OptionalGlob = Annotated[str | None, WithJsonSchema({"type": "string"})]
@@ -179,146 +173,23 @@ class GrepSandboxArgs(EscalationArgs, GrepArgs):
 # -- shared pieces ---------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class _Hit:
-    """One file with matches: its absolute path, matching lines, and (content) the lines."""
-
-    path: str
-    count: int = 0
-    lines: list[tuple[int, bool, str]] = field(default_factory=list)
-    mtime: int = 0
+def _pattern_error(message: str) -> EngineError:
+    return EngineError("SEARCH_INVALID_PATTERN", message)
 
 
-@dataclass(frozen=True, slots=True)
-class _Scope:
-    """Where one search runs: the resolved root, whether it is a file, the read policy."""
-
-    root: Path
-    is_file: bool
-    policy: SandboxPolicy | None
-
-    def relative(self, path: str) -> str:
-        """``path`` relative to the root (``/``-separated); a file root: its own name."""
-        if self.is_file:
-            return self.root.name
-        root = str(self.root)
-        prefix = root if root.endswith("/") else root + "/"
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-        return os.path.relpath(path, root)
-
-    def shown(self, path: str) -> str:
-        """``path`` as the model sees it (an undecodable name byte becomes U+FFFD)."""
-        text = str(self.root) if self.is_file else self.relative(path)
-        return text.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
-
-
-def _pattern_error(message: str) -> SearchError:
-    return SearchError(message, code="SEARCH_INVALID_PATTERN")
-
-
-_GREP_NARROW = "narrow the pattern, the path or the include filter"
-_GLOB_NARROW = "search a narrower path or use a more specific pattern"
-
-
-def _overflow(advice: str = _GREP_NARROW) -> SearchError:
-    return SearchError(
-        f"the search produced more than {RAW_OUTPUT_LIMIT // (1024 * 1024)} MB of raw results; "
-        + advice,
-        code="SEARCH_RAW_OUTPUT_OVERFLOW",
-    )
-
-
-def _glob(pattern: str, field_name: str) -> GlobMatcher:
+def _check_glob(pattern: str, field_name: str) -> None:
+    """Refuse a glob that does not compile before anything runs (the worker matches it)."""
     try:
-        return GlobMatcher(pattern)
+        GlobMatcher(pattern)
     except ValueError as error:
-        raise _pattern_error(f"invalid glob in {field_name} ({pattern!r}): {error}") from None
+        raise SearchError(
+            f"invalid glob in {field_name} ({pattern!r}): {error}", code="SEARCH_INVALID_PATTERN"
+        ) from None
 
 
-def _engine(ripgrep: str | None) -> str | None:
+def _ripgrep_path(ripgrep: str | None) -> str | None:
     """The ripgrep executable to run, or ``None`` for the Python engine."""
     return shutil.which(ripgrep) if ripgrep else None
-
-
-async def _in_thread(work: Callable[[threading.Event], T]) -> T:
-    """``work(stop)`` in a worker thread; cancelling the caller sets ``stop``."""
-    stop = threading.Event()
-    try:
-        return await asyncio.to_thread(work, stop)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
-
-
-def _mtime(path: str) -> int | None:
-    try:
-        status = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return None
-    return status.st_mtime_ns if stat.S_ISREG(status.st_mode) else None
-
-
-def _newest_first(scope: _Scope, items: Iterable[T], path_of: Callable[[T], str]) -> list[T]:
-    dated: list[tuple[int, str, T]] = []
-    for item in items:
-        mtime = _mtime(path_of(item))
-        if mtime is not None:
-            dated.append((mtime, scope.relative(path_of(item)), item))
-    dated.sort(key=lambda entry: (-entry[0], entry[1]))
-    return [item for _, _, item in dated]
-
-
-_LINE_CAP = 1 << 20
-"""Bytes of one line the Python engine reads at most; the rest of a longer line is skipped."""
-
-
-def _open_checked(path: str, policy: SandboxPolicy | None) -> BinaryIO | None:
-    """``path`` opened for reading without following a symlink and without blocking on a FIFO,
-    or ``None`` unless it is a regular file whose real path is ``path`` and readable under
-    ``policy`` (a file swapped for a link after the walk is never read through)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError("not a regular file")
-        try:
-            real = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            real = path
-        if real != path or not path_allowed(policy, real):
-            raise OSError("not the checked file")
-    except OSError:
-        os.close(fd)
-        return None
-    return os.fdopen(fd, "rb")
-
-
-def _bounded_lines(stream: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``stream``, each cut at `_LINE_CAP` bytes (the rest of it skipped)."""
-    while raw := stream.readline(_LINE_CAP):
-        if len(raw) == _LINE_CAP and not raw.endswith(b"\n"):
-            while (rest := stream.readline(_LINE_CAP)) and not rest.endswith(b"\n"):
-                pass
-        yield raw
-
-
-def _has_nul(path: str, stop: threading.Event, policy: SandboxPolicy | None = None) -> bool:
-    stream = _open_checked(path, policy)
-    if stream is None:
-        return True
-    try:
-        with stream:
-            while chunk := stream.read(1 << 20):
-                if b"\0" in chunk:
-                    return True
-                if stop.is_set():
-                    raise SearchCancelled
-    except OSError:
-        return True
-    return False
 
 
 def _cut(line: str) -> str:
@@ -334,7 +205,7 @@ def _more(shown: int, total: int, noun: str, advice: str) -> str:
     return f"(Showing {shown} of {total} {noun}; {total - shown} more not shown. {advice})"
 
 
-def _resolve(tool: FileTool, args: Any, execution: ToolExecution) -> _Scope:
+def _resolve(tool: FileTool, args: Any, execution: ToolExecution) -> SearchScope:
     raw = args.path if args.path is not None else "."
     root = tool.target(args, execution, raw, "read", "path")
     shown = str(root)
@@ -355,14 +226,34 @@ def _resolve(tool: FileTool, args: Any, execution: ToolExecution) -> _Scope:
             f"{shown} is neither a directory nor a regular file", code="FS_NOT_A_FILE", path=shown
         )
     policy = tool.confinement(args, execution).policy
-    return _Scope(root, is_file, policy)
+    return SearchScope(root, is_file, policy)
+
+
+async def _bounded(work: Awaitable[T], budget: float, what: str, advice: str) -> T:
+    """``work`` within ``budget`` seconds; past it ``SEARCH_TIMEOUT`` naming ``what`` and the
+    budget (whatever ``work`` started, ripgrep or a worker, is killed by the cancellation), and
+    an `EngineError` as the `SearchError` it stands for."""
+    deadline = asyncio.timeout(budget)
+    try:
+        async with deadline:
+            return await work
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise SearchError(
+            f"{what} did not finish within its time budget of {budget:g} s and was stopped; "
+            f"{advice}",
+            code="SEARCH_TIMEOUT",
+        ) from None
+    except EngineError as error:
+        raise SearchError(error.message, code=error.code) from None
 
 
 # -- ripgrep ---------------------------------------------------------------------------------
 
 
 async def _run_rg(
-    executable: str, argv: list[str], advice: str = _GREP_NARROW
+    executable: str, argv: list[str], advice: str = GREP_NARROW
 ) -> tuple[bytes, str, int]:
     """Run ripgrep (no shell) and return its stdout, stderr and exit status. Its stdout past
     `RAW_OUTPUT_LIMIT` kills it (``SEARCH_RAW_OUTPUT_OVERFLOW``); cancellation kills it too."""
@@ -382,7 +273,7 @@ async def _run_rg(
         while chunk := await process.stdout.read(1 << 16):
             size += len(chunk)
             if size > RAW_OUTPUT_LIMIT:
-                raise _overflow(advice)
+                raise overflow(advice)
             chunks.append(chunk)
         status = await process.wait()
         stderr = await errors
@@ -415,143 +306,9 @@ def _rg_failure(stdout: bytes, stderr: str, status: int) -> None:
     lines = [line for line in message.splitlines() if line.strip()]
     if stdout or (lines and all("(os error" in line for line in lines)):
         return
-    raise SearchError(f"ripgrep failed (exit status {status}): {message or 'no message'}")
-
-
-def _split_nul(stdout: bytes) -> list[str]:
-    return [os.fsdecode(part) for part in stdout.split(b"\0") if part]
-
-
-_COUNT_LINE = re.compile(rb"(.*?)\0(\d+)\r?\n", re.DOTALL)
-
-
-def _rg_hits(stdout: bytes, mode: OutputMode) -> list[_Hit]:
-    if mode == "files_with_matches":
-        return [_Hit(path, count=1) for path in _split_nul(stdout)]
-    if mode == "count":
-        return [
-            _Hit(os.fsdecode(found.group(1)), count=int(found.group(2)))
-            for found in _COUNT_LINE.finditer(stdout)
-        ]
-    hits: dict[str, _Hit] = {}
-    binary: set[str] = set()
-    for raw in stdout.splitlines():
-        if not raw.strip():
-            continue
-        message = json.loads(raw)
-        kind = message.get("type")
-        data = message.get("data") or {}
-        if kind not in ("match", "context", "end"):
-            continue
-        path = _rg_text(data.get("path"))
-        if kind == "end":
-            if data.get("binary_offset") is not None:
-                binary.add(path)
-            continue
-        hit = hits.setdefault(path, _Hit(path))
-        text = _rg_text(data.get("lines"), decode=True)
-        if text.endswith("\n"):
-            text = text[:-1]
-        if kind == "match":
-            hit.count += 1
-        hit.lines.append((int(data.get("line_number") or 0), kind == "match", text))
-    return [hit for path, hit in hits.items() if hit.count and path not in binary]
-
-
-def _rg_text(value: Any, *, decode: bool = False) -> str:
-    """ripgrep's ``{"text": ...}`` or ``{"bytes": <base64>}``; bytes become a path (``os``'s
-    encoding) or, with ``decode``, UTF-8 text with U+FFFD for invalid bytes."""
-    if not isinstance(value, dict):
-        return ""
-    if "text" in value:
-        return str(value["text"])
-    data = base64.b64decode(str(value.get("bytes", "")))
-    return data.decode("utf-8", errors="replace") if decode else os.fsdecode(data)
-
-
-# -- Python engine ---------------------------------------------------------------------------
-
-
-def _compile_regex(pattern: str, case_insensitive: bool) -> re.Pattern[str]:
-    if "\n" in pattern or _LINE_BREAK.search(pattern):
-        raise _pattern_error(
-            f"invalid pattern {pattern!r}: it names a line break; grep matches within one line"
-        )
-    try:
-        return re.compile(pattern, re.IGNORECASE if case_insensitive else 0)
-    except re.error as error:
-        raise _pattern_error(f"invalid pattern {pattern!r}: {error}") from None
-    except (OverflowError, RecursionError, ValueError) as error:
-        raise _pattern_error(f"invalid pattern {pattern!r}: {error}") from None
-
-
-class _Budget:
-    """The raw results collected so far, bounded like ripgrep's output."""
-
-    def __init__(self, advice: str = _GREP_NARROW) -> None:
-        self.used = 0
-        self.advice = advice
-
-    def spend(self, size: int) -> None:
-        self.used += size
-        if self.used > RAW_OUTPUT_LIMIT:
-            raise _overflow(self.advice)
-
-
-def _search_file(
-    path: str,
-    regex: re.Pattern[str],
-    mode: OutputMode,
-    context: int,
-    budget: _Budget,
-    stop: threading.Event,
-    policy: SandboxPolicy | None = None,
-) -> _Hit | None:
-    """The matches of ``regex`` in ``path`` line by line, or ``None`` (no match, binary,
-    unreadable)."""
-    stream = _open_checked(path, policy)
-    if stream is None:
-        return None
-    with stream:
-        try:
-            if b"\0" in stream.read(8192):
-                return None
-            stream.seek(0)
-            hit = _Hit(path)
-            before: deque[tuple[int, str]] = deque(maxlen=context or 1)
-            after = 0
-            for number, raw in enumerate(_bounded_lines(stream), 1):
-                if b"\0" in raw:
-                    return None
-                if number % 4096 == 0 and stop.is_set():
-                    raise SearchCancelled
-                if mode == "files_with_matches" and hit.count:
-                    continue  # still read on: a later NUL makes the file binary
-                text = raw.decode("utf-8", errors="replace")
-                if text.endswith("\n"):
-                    text = text[:-1]
-                if regex.search(text) is not None:
-                    hit.count += 1
-                    if mode == "content":
-                        while before:
-                            previous, previous_text = before.popleft()
-                            hit.lines.append((previous, False, previous_text))
-                        hit.lines.append((number, True, text))
-                        budget.spend(len(text) + 16)
-                        after = context
-                elif mode == "content" and context:
-                    if after:
-                        hit.lines.append((number, False, text))
-                        budget.spend(len(text) + 16)
-                        after -= 1
-                    else:
-                        before.append((number, text))
-        except OSError:
-            return None
-    if not hit.count:
-        return None
-    budget.spend(len(path) + 16)
-    return hit
+    raise EngineError(
+        "SEARCH_FAILED", f"ripgrep failed (exit status {status}): {message or 'no message'}"
+    )
 
 
 # -- the tools -------------------------------------------------------------------------------
@@ -584,44 +341,24 @@ class GlobTool(FileTool):
                 code="FS_NOT_A_DIRECTORY",
                 path=shown,
             )
-        matcher = _glob(_anchored(args.pattern, scope.root), "pattern")
-        executable = _engine(self.settings.ripgrep)
-        engine: Engine
-        if executable is not None:
-            engine = "ripgrep"
-            stdout, stderr, status = await _run_rg(
-                executable,
-                ["--files", *RIPGREP_IGNORE_FLAGS, "--null", "--", str(scope.root)],
-                _GLOB_NARROW,
-            )
-            _rg_failure(stdout, stderr, status)
+        pattern = _anchored(args.pattern, scope.root)
+        _check_glob(pattern, "pattern")
+        executable = _ripgrep_path(self.settings.ripgrep)
+        engine = "python" if executable is None else "ripgrep"
 
-            def collect(stop: threading.Event) -> list[str]:
-                index = IgnoreIndex(str(scope.root))
-                kept = []
-                for path in _split_nul(stdout):
-                    if stop.is_set():
-                        raise SearchCancelled
-                    rel = scope.relative(path)
-                    if index.excluded(rel) or not matcher.matches(rel):
-                        continue
-                    if path_allowed(scope.policy, path):
-                        kept.append(path)
-                return _newest_first(scope, kept, str)
+        async def search() -> list[str]:
+            request = GlobRequest(scope, pattern)
+            if executable is not None:
+                argv = ["--files", *RIPGREP_IGNORE_FLAGS, "--null", "--", str(scope.root)]
+                stdout, stderr, status = await _run_rg(executable, argv, GLOB_NARROW)
+                _rg_failure(stdout, stderr, status)
+                request.rg_stdout = stdout
+            found = await run_in_worker(request, self.settings.search_budget)
+            return [path for path in found if isinstance(path, str)]
 
-        else:
-            engine = "python"
-
-            def collect(stop: threading.Event) -> list[str]:
-                budget = _Budget(_GLOB_NARROW)
-                kept = []
-                for path, rel in walk_files(str(scope.root), scope.policy, stop):
-                    if matcher.matches(rel):
-                        budget.spend(len(path) + 1)
-                        kept.append(path)
-                return _newest_first(scope, kept, str)
-
-        paths = await _in_thread(collect)
+        budget = self.settings.search_budget
+        what = f"glob {args.pattern!r} in {scope.root}"
+        paths = await _bounded(search(), budget, what, GLOB_NARROW)
         meta: dict[str, JsonValue] = {
             "engine": engine,
             "total": len(paths),
@@ -666,95 +403,57 @@ class GrepTool(FileTool):
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
         """Search (see the module docs)."""
         scope = _resolve(self, args, execution)
-        include = _glob(_anchored(args.include, scope.root), "include") if args.include else None
+        include = _anchored(args.include, scope.root) if args.include else None
+        if include is not None:
+            _check_glob(include, "include")
         mode: OutputMode = args.output_mode
         context = args.context if mode == "content" else 0
         # ripgrep runs outside the sandbox and opens files by name: under a confining mode the
         # Python engine searches, opening every file without following a swapped-in symlink
         unconfined = scope.policy is None or scope.policy.mode == "danger-full-access"
-        executable = _engine(self.settings.ripgrep) if unconfined else None
-        if executable is not None:
-            engine: Engine = "ripgrep"
-            hits = await self._ripgrep(executable, scope, include, args, mode, context)
-        else:
-            engine = "python"
-            regex = _compile_regex(args.pattern, args.case_insensitive)
+        executable = _ripgrep_path(self.settings.ripgrep) if unconfined else None
+        engine = "python" if executable is None else "ripgrep"
+        request = GrepRequest(scope, args.pattern, args.case_insensitive, include, mode, context)
 
-            def collect(stop: threading.Event) -> list[_Hit]:
-                budget = _Budget()
-                if scope.is_file:
-                    files: Iterable[tuple[str, str]] = [(str(scope.root), scope.root.name)]
-                else:
-                    files = walk_files(str(scope.root), scope.policy, stop)
-                found = []
-                for path, rel in files:
-                    if stop.is_set():
-                        raise SearchCancelled
-                    if include is not None and not include.matches(rel):
-                        continue
-                    hit = _search_file(path, regex, mode, context, budget, stop, scope.policy)
-                    if hit is not None:
-                        found.append(hit)
-                return _newest_first(scope, found, lambda hit: hit.path)
+        async def search() -> list[Hit]:
+            if executable is not None:
+                request.rg_stdout = await _ripgrep(executable, request)
+            found = await run_in_worker(request, self.settings.search_budget)
+            return [hit for hit in found if isinstance(hit, Hit)]
 
-            hits = await _in_thread(collect)
+        budget = self.settings.search_budget
+        what = f"grep for {args.pattern!r} in {scope.root}"
+        advice = (
+            f"{GREP_NARROW} (a nested repetition such as (a+)+ can take exponential time "
+            "in the Python engine)"
+        )
+        hits = await _bounded(search(), budget, what, advice)
         text, total, shown = _render(scope, hits, mode, args.head_limit)
         meta: dict[str, JsonValue] = {"engine": engine, "total": total, "shown": shown}
         return ToolResult.ok(text, meta=meta)
 
-    async def _ripgrep(
-        self,
-        executable: str,
-        scope: _Scope,
-        include: GlobMatcher | None,
-        args: Any,
-        mode: OutputMode,
-        context: int,
-    ) -> list[_Hit]:
-        if scope.is_file and await _in_thread(
-            lambda stop: _has_nul(str(scope.root), stop, scope.policy)
-        ):
-            return []  # ripgrep searches a named binary file; the directory walk skips it
-        argv = [*RIPGREP_IGNORE_FLAGS, "--encoding", "none", "--color", "never"]
-        argv.append("--ignore-case" if args.case_insensitive else "--case-sensitive")
-        if mode == "files_with_matches":
-            argv += ["--files-with-matches", "--null"]
-        elif mode == "count":
-            argv += ["--count", "--with-filename", "--null"]
-        else:
-            argv += ["--json"]
-            if context:
-                argv += ["--context", str(context)]
-        argv += ["-e", args.pattern, "--", str(scope.root)]
-        stdout, stderr, status = await _run_rg(executable, argv)
-        _rg_failure(stdout, stderr, status)
 
-        def collect(stop: threading.Event) -> list[_Hit]:
-            index = None if scope.is_file else IgnoreIndex(str(scope.root))
-            kept = []
-            for hit in _rg_hits(stdout, mode):
-                if stop.is_set():
-                    raise SearchCancelled
-                rel = scope.relative(hit.path)
-                if index is not None and index.excluded(rel):
-                    continue
-                if include is not None and not include.matches(rel):
-                    continue
-                if not path_allowed(scope.policy, hit.path):
-                    continue
-                try:
-                    large = os.stat(hit.path).st_size > _RG_BUFFER
-                except OSError:
-                    continue
-                if large and _has_nul(hit.path, stop):
-                    continue
-                kept.append(hit)
-            return _newest_first(scope, kept, lambda hit: hit.path)
-
-        return await _in_thread(collect)
+async def _ripgrep(executable: str, request: GrepRequest) -> bytes:
+    """ripgrep's output for ``request`` (the worker reads it)."""
+    argv = [*RIPGREP_IGNORE_FLAGS, "--encoding", "none", "--color", "never"]
+    argv.append("--ignore-case" if request.case_insensitive else "--case-sensitive")
+    if request.mode == "files_with_matches":
+        argv += ["--files-with-matches", "--null"]
+    elif request.mode == "count":
+        argv += ["--count", "--with-filename", "--null"]
+    else:
+        argv += ["--json"]
+        if request.context:
+            argv += ["--context", str(request.context)]
+    argv += ["-e", request.pattern, "--", str(request.scope.root)]
+    stdout, stderr, status = await _run_rg(executable, argv)
+    _rg_failure(stdout, stderr, status)
+    return stdout
 
 
-def _render(scope: _Scope, hits: list[_Hit], mode: OutputMode, limit: int) -> tuple[str, int, int]:
+def _render(
+    scope: SearchScope, hits: list[Hit], mode: OutputMode, limit: int
+) -> tuple[str, int, int]:
     """The text of ``hits`` (newest first), at most ``limit`` entries; with the number of
     entries in all and shown."""
     if not hits:

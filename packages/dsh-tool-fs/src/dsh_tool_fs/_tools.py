@@ -8,6 +8,7 @@ from dsh_shell import SandboxPolicy, WorkspacePinLookup
 from dsh_tool_fs._base import FileTool, FsSettings
 from dsh_tool_fs._confinement import SandboxModeLookup
 from dsh_tool_fs._edit import EditTool
+from dsh_tool_fs._engine import SEARCH_TIME_BUDGET
 from dsh_tool_fs._observations import Observations
 from dsh_tool_fs._read import ReadTool
 from dsh_tool_fs._search import GlobTool, GrepTool
@@ -29,6 +30,8 @@ class FileTools:
     tools and kept per session (`Observations`). ``workspace_pins`` gives a session's pinned
     workspace (`dsh_shell.WorkspacePin`): it is verified before every confined call and used as
     the workspace, so a workspace re-pointed by a symlink refuses the call.
+    ``search_budget`` is the seconds one ``glob`` or ``grep`` may take (ripgrep and the Python
+    work together): past it the search is killed and the call fails with ``SEARCH_TIMEOUT``.
     """
 
     def __init__(
@@ -39,6 +42,7 @@ class FileTools:
         ripgrep: str | None = "rg",
         observations: Observations | None = None,
         workspace_pins: WorkspacePinLookup | None = None,
+        search_budget: float = SEARCH_TIME_BUDGET,
     ) -> None:
         self.settings = FsSettings(
             sandbox=sandbox,
@@ -46,6 +50,7 @@ class FileTools:
             workspace_pins=workspace_pins,
             observations=observations if observations is not None else Observations(),
             ripgrep=ripgrep,
+            search_budget=search_budget,
         )
         self.tools: tuple[FileTool, ...] = tuple(tool(self.settings) for tool in _tool_classes())
 
