@@ -482,11 +482,12 @@ async def test_status_never_resumes_calls_a_model_or_writes(home: Path, workspac
 async def test_session_create_canonicalizes_a_symlinked_cwd_and_returns_once_accepted(
     home: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    real = tmp_path / "real-dir"
+    # inside the parent's workspace: a child is never confined less than its parent
+    real = workspace / "real-dir"
     real.mkdir()
-    link = tmp_path / "link-dir"
+    link = workspace / "link-dir"
     link.symlink_to(real, target_is_directory=True)
-    missing = tmp_path / "no-such-dir"
+    missing = workspace / "no-such-dir"
     parent_prompt, child_prompt = "PARENT: start one elsewhere", "CHILD: where am I?"
     model = ByPrompt(
         {
@@ -532,7 +533,7 @@ async def test_session_create_canonicalizes_a_symlinked_cwd_and_returns_once_acc
 async def test_a_child_inherits_cwd_model_and_preset_and_its_header_records_the_lineage(
     home: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    elsewhere = tmp_path / "elsewhere"
+    elsewhere = workspace / "elsewhere"  # inside the parent's workspace, as a child must be
     elsewhere.mkdir()
     prompts = {
         "parent": "PARENT: delegate twice",
