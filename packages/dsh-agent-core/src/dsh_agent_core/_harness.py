@@ -40,6 +40,7 @@ from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
+from dsh_session import SessionHeader
 from dsh_shell import (
     SandboxMode,
     SandboxPolicy,
@@ -259,7 +260,7 @@ class Harness:
             LocalBashExecutor(_hook_limits(config.hooks)) if config.hooks else None
         )
         self.hooks = (
-            HookRunner(config.hooks, self._hook_executor, spill=self.spill)
+            HookRunner(config.hooks, self._hook_executor, spill=self.spill, lineage=self._header_of)
             if config.hooks and self._hook_executor is not None
             else None
         )
@@ -434,6 +435,15 @@ class Harness:
             )
 
     # -- agents -----------------------------------------------------------------------------
+
+    async def _header_of(self, session_id: str) -> SessionHeader | None:
+        """The header of ``session_id``, live or stored (``None`` when neither), for the hook
+        runner: a delegated session's hooks run in its root session's cwd."""
+        live = self.get(session_id)
+        if live is not None:
+            return live.session.header
+        snapshot = await self.persistence.stat(session_id)
+        return snapshot.header if snapshot is not None else None
 
     def get(self, session_id: str) -> LoopAgent | None:
         """The live agent of ``session_id``, if any."""

@@ -55,7 +55,7 @@ import json
 import logging
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dsh_agent import (
@@ -75,7 +75,7 @@ from dsh_hooks._output import HookOutput, MergedOutcome, merge_outputs
 from dsh_hooks._payloads import PayloadBuilder, tool_aliases
 from dsh_hooks._run import run_command_hook
 from dsh_llm import PluginSource, TextBlock, UserMessage, UserSource
-from dsh_session import Session
+from dsh_session import Session, SessionHeader
 from dsh_shell import ShellExecutor
 from dsh_tools import (
     MAX_INLINE_BYTES,
@@ -158,14 +158,27 @@ class HookRunner:
     context (pass the one the tool results use, so both share the session's spill folder);
     without one, a runner makes its own under a private temporary directory
     (``tempfile.mkdtemp``) the first time a text is over the budget.
+
+    ``lineage`` gives the header of a session by id (``None`` when unknown). With it, the hooks
+    of a delegated session (``origin`` ``subagent``, down any chain of them) run as its root
+    session's do: in the root's cwd, with the root's ``CLAUDE_PROJECT_DIR``, and their payloads
+    name the root's cwd (as Claude Code's subagents share the main session's project dir), so
+    what a child's hook runs is what the root session's sandbox keeps read-only.
     """
 
     def __init__(
-        self, config: HooksConfig, executor: ShellExecutor, *, spill: ResultSpill | None = None
+        self,
+        config: HooksConfig,
+        executor: ShellExecutor,
+        *,
+        spill: ResultSpill | None = None,
+        lineage: Callable[[str], Awaitable[SessionHeader | None]] | None = None,
     ) -> None:
         self.config = config
         self.executor = executor
         self._spill = spill
+        self._lineage = lineage
+        self._roots: dict[str, str | None] = {}
         self._payloads = PayloadBuilder(config)
         self._plugin = PluginSource(plugin=plugin_name(config))
         self._ids = itertools.count(1)
@@ -357,12 +370,52 @@ class HookRunner:
             event, subject = "SubagentStart", agent_type
         if not any(True for _ in self.config.hooks.selected(event, subject)):
             return
-        if agent_type is not None:
-            payload = self._payloads.subagent_start(agent.id, agent.cwd, agent_type)
-        else:
-            payload = self._payloads.session_start(agent.id, agent.cwd, source)
-        task = asyncio.ensure_future(self._run(event, subject, payload, cwd=agent.cwd, agent=agent))
+        task = asyncio.ensure_future(self._start(agent, event, subject, agent_type, source))
         self._starting[agent.session] = _SessionStart(task, event)
+
+    async def _start(
+        self,
+        agent: Agent,
+        event: HookEventName,
+        subject: str,
+        agent_type: str | None,
+        source: SessionStartSource,
+    ) -> tuple[MergedOutcome, list[_Ran]]:
+        cwd = await self._hook_cwd(agent.session, agent.cwd)
+        if agent_type is not None:
+            payload = self._payloads.subagent_start(agent.id, cwd, agent_type)
+        else:
+            payload = self._payloads.session_start(agent.id, cwd, source)
+        return await self._run(event, subject, payload, cwd=cwd, agent=agent)
+
+    async def _hook_cwd(self, session: Session | None, cwd: str | None) -> str | None:
+        """Where the hooks of ``session`` (whose cwd is ``cwd``) run: its own cwd, or for a
+        delegated session its root session's (the nearest ancestor found, when the chain
+        breaks)."""
+        header = session.header if session is not None else None
+        if header is None or self._lineage is None or not _delegated(header):
+            return cwd
+        ident = header.id
+        if ident in self._roots:
+            return self._roots[ident]
+        root = header.cwd if header.cwd is not None else cwd
+        seen = {ident}
+        while _delegated(header):
+            parent_id = header.parent_session
+            parent = await self._lineage(parent_id) if parent_id and parent_id not in seen else None
+            if parent is None:
+                _log.warning(
+                    "session %r: its ancestor session %r is not found; its hooks run in %r",
+                    ident,
+                    parent_id,
+                    root,
+                )
+                return root
+            seen.add(parent.id)
+            header = parent
+            root = parent.cwd if parent.cwd is not None else root
+        self._roots[ident] = root
+        return root
 
     async def _session_start_context(self, session: Session, turn: int) -> _SessionStart | None:
         """Wait for the session's ``SessionStart`` run and log it inside ``turn`` (once)."""
@@ -406,14 +459,15 @@ class HookRunner:
         prompts = [m for m in decision.messages if isinstance(m.source, UserSource)]
         user = self._subagent_type(session) is None  # a child's prompts are its parent's
         if prompts and user and self.config.hooks.user_prompt_submit:
+            cwd = await self._hook_cwd(session, agent.cwd)
             payload = self._payloads.user_prompt_submit(
-                agent.id, agent.cwd, step.turn, _prompt_text(prompts)
+                agent.id, cwd, step.turn, _prompt_text(prompts)
             )
             outcome, _ = await self._run(
                 "UserPromptSubmit",
                 None,
                 payload,
-                cwd=agent.cwd,
+                cwd=cwd,
                 session=session,
                 turn=step.turn,
                 agent=agent,
@@ -443,21 +497,21 @@ class HookRunner:
         agent_type = self._subagent_type(session)
         if agent_type is not None:
             event, subject = "SubagentStop", agent_type
-            payload = self._payloads.subagent_stop(
-                agent.id, agent.cwd, turn, agent_type, active=active
-            )
+        if not any(True for _ in self.config.hooks.selected(event, subject)):
+            return
+        cwd = await self._hook_cwd(session, agent.cwd)
+        if agent_type is not None:
+            payload = self._payloads.subagent_stop(agent.id, cwd, turn, agent_type, active=active)
         else:
             payload = self._payloads.stop(
                 agent.id,
-                agent.cwd,
+                cwd,
                 turn,
                 active=active,
                 last_assistant_message=last_assistant_text(session),
             )
-        if not any(True for _ in self.config.hooks.selected(event, subject)):
-            return
         outcome, _ = await self._run(
-            event, subject, payload, cwd=agent.cwd, session=session, turn=turn, agent=agent
+            event, subject, payload, cwd=cwd, session=session, turn=turn, agent=agent
         )
         if outcome.decision == "deny":
             self._continued[session] = turn
@@ -469,18 +523,18 @@ class HookRunner:
 
     # -- PreToolUse / PostToolUse -----------------------------------------------------------
 
-    def _tool_facts(
+    async def _tool_facts(
         self, execution: ToolExecution
     ) -> tuple[str, str | None, Session | None, int | None]:
         caller = execution.caller
         session = _session_of(caller)
         turn = self._turns.open_turn(session) if session is not None else None
-        cwd = caller.cwd if caller is not None else None
+        cwd = await self._hook_cwd(session, caller.cwd if caller is not None else None)
         return execution.session_id or "", cwd, session, turn
 
     async def pre_tool_use(self, execution: ToolExecution) -> PolicyDecision | None:
         """The pre-execute hook: ``PreToolUse``."""
-        session_id, cwd, session, turn = self._tool_facts(execution)
+        session_id, cwd, session, turn = await self._tool_facts(execution)
         payload = self._payloads.pre_tool_use(
             session_id,
             cwd,
@@ -515,7 +569,7 @@ class HookRunner:
         self, execution: ToolExecution, result: ToolResult
     ) -> ToolResult | None:
         """The post-execute hook: ``PostToolUse``."""
-        session_id, cwd, session, turn = self._tool_facts(execution)
+        session_id, cwd, session, turn = await self._tool_facts(execution)
         payload = self._payloads.post_tool_use(
             session_id,
             cwd,
@@ -556,3 +610,8 @@ class HookRunner:
         if not extra:
             return None
         return result.model_copy(update={"content": [*result.content, *extra]})
+
+
+def _delegated(header: SessionHeader) -> bool:
+    """Whether ``header`` is a delegated (``session_create``) child's, naming its parent."""
+    return header.origin == "subagent" and header.parent_session is not None
