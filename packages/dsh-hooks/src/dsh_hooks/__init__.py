@@ -2,8 +2,9 @@
 
 ``HookRunner(config, executor)`` runs the command hooks of a `HooksConfig` (either dialect's
 ``hooks`` table) through a ``dsh_shell.ShellExecutor``: the payload as JSON on stdin, in the
-session's cwd (a delegated session's: its root session's, given ``lineage``), with a timeout (600 s unless the hook sets one), with no ``DSH_*`` variables
-unless the configuration gives some. ``runner.install(extensions, tools)`` mounts the
+session's cwd (a delegated session's: its root session's, given ``lineage``), with a timeout
+(600 s unless the hook sets one), with no ``DSH_*`` variables unless the configuration gives
+some. ``runner.install(extensions, tools)`` mounts the
 events on a loop's ``dsh_agent.Extensions`` (``session_start``, ``pre_step``,
 ``turn_stopping``) and a ``dsh_tools.ToolRegistry`` (pre- and post-execute hooks):
 ``SessionStart``, ``UserPromptSubmit``, ``PreToolUse``, ``PostToolUse``, ``Stop``, and Claude

@@ -249,8 +249,8 @@ class HooksConfig(_Strict):
     - ``default_timeout``: seconds a hook runs at most when it sets none (600);
     - ``model``: Codex's ``model`` payload field (default ``""``: the model of the agent the
       hook runs for);
-    - ``project_dir``: Claude Code's ``CLAUDE_PROJECT_DIR`` (default: the session cwd; a delegated session's root session's cwd when the runner has
-      a ``lineage``);
+    - ``project_dir``: Claude Code's ``CLAUDE_PROJECT_DIR`` (default: the session cwd; a
+      delegated session's root session's cwd when the runner has a ``lineage``);
     - ``env``: extra ordinary environment for hook children (no ``DSH_*`` names);
     - ``dsh_env``: managed ``DSH_*`` values for hook children; they get none unless given here;
     - ``stderr_summary_max_chars``: the cap on stderr kept in a ``hook/result`` event (500).
