@@ -8,8 +8,11 @@ the cancellation in another file), ``die`` (the process exits during the call), 
 (answers with a JSON-RPC error of the given code), ``count`` (a counter kept by the process),
 ``garble`` (writes invalid UTF-8 lines to the protocol's stdout before answering), ``spawn``
 (starts a child process that outlives the call; with ``detach`` its stdio is /dev/null,
-otherwise it holds the protocol's stdout), ``chatter`` (writes KiB of lines to stderr).
-With ``DEMO_COLLIDING_TOOLS=1`` it also has ``get.item`` and ``get_item``.
+otherwise it holds the protocol's stdout), ``endless_line`` (writes the start of an answer
+to the protocol's stdout and then bytes without a newline until it is killed), ``chatter``
+(writes KiB of lines to stderr).
+With ``DEMO_COLLIDING_TOOLS=1`` it also has ``get.item`` and ``get_item``; with
+``DEMO_ENDLESS_LINE_AT_START=1`` it writes an endless stdout line instead of serving.
 """
 
 from __future__ import annotations
@@ -139,6 +142,16 @@ def garble(text: str) -> str:
 
 
 @server.tool()
+def endless_line() -> str:
+    """Start a JSON-RPC message on stdout and never end its line: 1 MiB writes of "a"
+    until the process is killed."""
+    os.write(WIRE, b'{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"text": "')
+    chunk = b"a" * (1024 * 1024)
+    while True:
+        os.write(WIRE, chunk)
+
+
+@server.tool()
 def spawn(detach: bool) -> int:
     """Start a child process that sleeps for a long time; answer with its pid. Unless
     DETACH, it holds the protocol's stdout and the server's stderr open."""
@@ -185,6 +198,8 @@ def serve_http(port: int) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("DEMO_ENDLESS_LINE_AT_START") == "1":
+        endless_line()
     if sys.argv[1] == "stdio":
         server.run()
     else:

@@ -17,6 +17,7 @@ from dsh_tool_mcp._config import (
 )
 from dsh_tool_mcp._content import MCP_TOOL_ERROR, content_blocks, to_tool_result
 from dsh_tool_mcp._errors import McpCallError, McpConfigError, McpToolNameError
+from dsh_tool_mcp._limits import MAX_STDIO_LINE_BYTES
 from dsh_tool_mcp._log import DEFAULT_LOG_MAX_BYTES
 from dsh_tool_mcp._names import MAX_TOOL_NAME_LENGTH, mcp_tool_name
 from dsh_tool_mcp._servers import McpServers
@@ -25,6 +26,7 @@ from dsh_tool_mcp._tool import McpArguments, McpTool
 
 __all__ = [
     "DEFAULT_LOG_MAX_BYTES",
+    "MAX_STDIO_LINE_BYTES",
     "MAX_TOOL_NAME_LENGTH",
     "MCP_TOOL_ERROR",
     "ConfigValue",

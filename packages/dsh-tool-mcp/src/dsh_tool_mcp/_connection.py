@@ -349,6 +349,7 @@ class ServerConnection:
 
     async def _run(self, generation: int, ready: asyncio.Event, wake: asyncio.Event) -> None:
         secrets: list[str] = []
+        faults: list[str] = []  # why the transport ended itself (a stdout line too long)
         state: ServerState = "closed"
         error: str | None = None
         ended = asyncio.Event()
@@ -364,7 +365,7 @@ class ServerConnection:
 
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await self._open(stack, secrets)
+                read, write = await self._open(stack, secrets, faults.append)
                 session = await stack.enter_async_context(
                     ClientSession(
                         _WatchedStream(read, transport_ended),
@@ -383,13 +384,16 @@ class ServerConnection:
                 if current():
                     self._link = None
                 if not self._stopping:
-                    raise ConnectionError("the server closed the connection")
+                    raise ConnectionError(
+                        faults[0] if faults else "the server closed the connection"
+                    )
         except asyncio.CancelledError:
             if not (self._stopping or self._closed):
                 state, error = "failed", "the start was cancelled"
             raise
         except Exception as failure:
-            state, error = "failed", self._describe_failure(failure, tuple(secrets))
+            state = "failed"
+            error = faults[0] if faults else self._describe_failure(failure, tuple(secrets))
             if current():
                 # Refused connection: the request that found it out never reached the server.
                 self._unreached = isinstance(_leaf(failure), httpx2.ConnectError)
@@ -406,8 +410,14 @@ class ServerConnection:
             return f"no answer at start within {seconds} seconds (startup_timeout)"
         return describe_error(failure, secrets)
 
-    async def _open(self, stack: contextlib.AsyncExitStack, secrets: list[str]) -> Any:
-        """Enter the transport; the resolved secrets go to ``secrets`` (for scrubbing only)."""
+    async def _open(
+        self,
+        stack: contextlib.AsyncExitStack,
+        secrets: list[str],
+        on_fault: Callable[[str], None],
+    ) -> Any:
+        """Enter the transport; the resolved secrets go to ``secrets`` (for scrubbing only),
+        and why a stdio transport ended itself to ``on_fault``."""
         environ: Mapping[str, str] = os.environ if self._environ is None else self._environ
         config = self.config
         if isinstance(config, StdioServer):
@@ -424,6 +434,7 @@ class ServerConnection:
                     env=env,
                     cwd=config.cwd,
                     on_stderr=lines.feed,
+                    on_fault=on_fault,
                 )
             )
         headers = resolve_values(self.name, "headers", config.headers, environ)

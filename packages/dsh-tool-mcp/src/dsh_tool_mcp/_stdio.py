@@ -5,7 +5,9 @@ the server runs as the leader of its own process group and the whole group is ki
 the transport closes *or the server exits* (the SDK kills the group only when the leader
 outlives its grace period, so a server's own children survived it); stdout is decoded line
 by line with replacement, so a stray invalid UTF-8 byte costs at most that line, never the
-reader; and stderr comes through a pipe, line by line, to a log that can be capped.
+reader; one stdout line is capped (``MAX_STDIO_LINE_BYTES``: a server that writes a longer
+one, or no newline at all, loses its connection instead of exhausting our memory); and stderr
+comes through a pipe, line by line, to a log that can be capped.
 The streams it yields are the SDK's (``SessionMessage``), so ``mcp.ClientSession`` runs on it
 unchanged.
 """
@@ -26,7 +28,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
-__all__ = ["kill_process_group", "stdio_transport"]
+from dsh_tool_mcp._limits import MAX_STDIO_LINE_BYTES
+
+__all__ = ["MAX_STDIO_LINE_BYTES", "kill_process_group", "line_too_long", "stdio_transport"]
+
 
 _STDIN_GRACE = 2.0  # seconds for the server to exit by itself once its stdin is closed
 _TERM_GRACE = 2.0  # seconds between SIGTERM to the group and SIGKILL
@@ -81,6 +86,18 @@ async def _group_gone(pgid: int, seconds: float) -> bool:
     return not _group_alive(pgid)
 
 
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB" if size % 1024 == 0 else f"{size} bytes"
+
+
+def line_too_long(limit: int) -> str:
+    """Why a connection ended on a stdout line longer than ``limit`` bytes (names the limit)."""
+    return (
+        f"the server wrote a stdout line longer than the limit of {_mib(limit)} "
+        f"({limit} bytes, MAX_STDIO_LINE_BYTES); its process group was killed"
+    )
+
+
 def _parse(line: bytes) -> Incoming:
     """One stdout line as a message, or the reason it is none (for the session to skip)."""
     try:
@@ -107,6 +124,8 @@ async def stdio_transport(
     env: Mapping[str, str],
     cwd: str | None,
     on_stderr: Callable[[bytes], None],
+    on_fault: Callable[[str], None] | None = None,
+    max_line: int = MAX_STDIO_LINE_BYTES,
 ) -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[Incoming], MemoryObjectSendStream[SessionMessage]]
 ]:
@@ -114,8 +133,10 @@ async def stdio_transport(
     and yield the session's read and write streams. ``on_stderr`` gets the server's stderr
     bytes as they come. The read stream ends when the server's stdout does, when writing to
     it fails, or when the server exits (its group is then killed, so no child of it can hold
-    stdout open). Leaving the context closes stdin, waits briefly for the server to exit, and
-    kills its process group whether it exited or not."""
+    stdout open). A stdout line longer than ``max_line`` bytes kills the server's group and
+    ends the read stream; ``on_fault`` is told why first (``line_too_long``). Leaving the
+    context closes stdin, waits briefly for the server to exit, and kills its process group
+    whether it exited or not."""
     process = await anyio.open_process(
         [command, *args],
         stdin=PIPE,
@@ -133,8 +154,18 @@ async def stdio_transport(
     assert process.stderr is not None
     stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
 
+    async def overflow() -> None:
+        # The message cannot be delivered and its id is lost with it: the connection is over.
+        # Told first, so the session knows why its stream ends; killed before the stream ends,
+        # so the server is gone (not blocked writing to a pipe nobody reads) when the
+        # session tears the transport down.
+        if on_fault is not None:
+            on_fault(line_too_long(max_line))
+        with anyio.CancelScope(shield=True):
+            await kill_process_group(process)
+
     async def read_stdout() -> None:
-        pending = bytearray()
+        pending = bytearray()  # the line being read: at most max_line plus one chunk
         scanned = 0
         delivering = True
         try:
@@ -142,6 +173,9 @@ async def stdio_transport(
                 pending += chunk
                 start = 0
                 while (end := pending.find(b"\n", scanned)) >= 0:
+                    if end - start > max_line:
+                        await overflow()
+                        return
                     line = bytes(pending[start:end])
                     start = scanned = end + 1
                     if delivering and line.strip():
@@ -151,6 +185,9 @@ async def stdio_transport(
                             delivering = False  # the session is gone: read on, discard
                 del pending[:start]
                 scanned = len(pending)
+                if scanned > max_line:  # no newline within the limit: never read further
+                    await overflow()
+                    return
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
