@@ -91,7 +91,7 @@ def test_hook_files_names_programs_and_scripts_as_the_hook_shell_finds_them() ->
             },
         }
     )
-    found = hook_files(hooks, {"PATH": "/usr/bin:/w/.venv/bin", "HOME": "/home/u"})
+    found = hook_files(hooks, {"PATH": "/usr/bin:/w/.venv/bin", "HOME": "/home/u"}, "/nowhere")
     assert found == (
         ".claude/hooks/guard.sh",
         "/usr/bin/python3",
@@ -102,6 +102,7 @@ def test_hook_files_names_programs_and_scripts_as_the_hook_shell_finds_them() ->
         "/w/.venv/bin/jq",
         "/usr/bin/bash",
         "/w/.venv/bin/bash",
+        "/usr/bin/echo",
         "run.sh",
     )
 
