@@ -23,9 +23,9 @@ def configured(home: Path, text: str) -> Config:
     return load_config(env={"DSH_HOME": str(home)})
 
 
-def post_tool_use(*commands: str) -> str:
+def post_tool_use(*commands: str, dialect: str = "claude-code") -> str:
     entries = ", ".join(f"{{ command = {json.dumps(command)} }}" for command in commands)
-    return f'[hooks]\ndialect = "claude-code"\n\n[[hooks.PostToolUse]]\nhooks = [ {entries} ]\n'
+    return f'[hooks]\ndialect = "{dialect}"\n\n[[hooks.PostToolUse]]\nhooks = [ {entries} ]\n'
 
 
 class Router:
@@ -73,25 +73,35 @@ def _fresh_probes() -> Iterator[None]:
     clear_probe_cache()
 
 
+@pytest.mark.parametrize(
+    ("dialect", "folder", "guard_command"),
+    [
+        ("claude-code", ".claude", '"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh'),
+        ("codex", ".codex", ".codex/hooks/guard.sh"),
+    ],
+)
 async def test_a_parent_cannot_plant_what_its_delegated_sessions_hooks_run(
-    tmp_path: Path,
+    tmp_path: Path, dialect: str, folder: str, guard_command: str
 ) -> None:
     """A child in ws/sub and its own child in ws/sub/deeper run their hooks as the root does
-    (in ws, CLAUDE_PROJECT_DIR=ws), so the scripts a session plants under a descendant's cwd
-    (sub/.claude/hooks/guard.sh, sub/scripts/check.sh, ...) never run: the hooks run the
-    root's files, which every session's sandbox keeps read-only."""
+    (in ws, with the payload's cwd ws and, in Claude Code, CLAUDE_PROJECT_DIR=ws), so the
+    scripts a session plants under a descendant's cwd (sub/.claude/hooks/guard.sh,
+    sub/scripts/check.sh, ...) never run: the hooks run the root's files, which every
+    session's sandbox keeps read-only."""
     work = tmp_path / "work"
-    (work / ".claude" / "hooks").mkdir(parents=True)
+    (work / folder / "hooks").mkdir(parents=True)
     (work / "sub" / "deeper").mkdir(parents=True)
     (work / "scripts").mkdir()
     seen = tmp_path / "seen"
-    guard = work / ".claude" / "hooks" / "guard.sh"
-    guard.write_text(f'#!/bin/bash\ncat > /dev/null\necho "$PWD $CLAUDE_PROJECT_DIR" >> {seen}\n')
+    guard = work / folder / "hooks" / "guard.sh"
+    guard.write_text(
+        f'#!/bin/bash\necho "$PWD $(jq -r .cwd) ${{CLAUDE_PROJECT_DIR-$PWD}}" >> {seen}\n'
+    )
     guard.chmod(0o755)
     (work / "scripts" / "check.sh").write_text("exit 0\n")
     pwned = tmp_path / "PWNED"
-    text = post_tool_use('"$CLAUDE_PROJECT_DIR"/.claude/hooks/guard.sh', "bash scripts/check.sh")
-    targets = (".claude/hooks/guard.sh", "scripts/check.sh")
+    text = post_tool_use(guard_command, "bash scripts/check.sh", dialect=dialect)
+    targets = (f"{folder}/hooks/guard.sh", "scripts/check.sh")
     model = Router(
         {
             "root task": [
@@ -118,7 +128,7 @@ async def test_a_parent_cannot_plant_what_its_delegated_sessions_hooks_run(
     assert cwds == sorted([real, f"{real}/sub", f"{real}/sub/deeper"])  # all three ran
     ran = seen.read_text().splitlines()
     assert len(ran) == 5  # r1, r2, c1, c2, g1: each PostToolUse ran the root's guard
-    assert set(ran) == {f"{real} {real}"}
+    assert set(ran) == {f"{real} {real} {real}"}
     assert not pwned.exists()
 
 
