@@ -74,13 +74,82 @@ async def test_a_window_near_the_end_of_a_large_file_still_gives_the_total(
     assert "(Showing lines 1-2; more lines follow. Continue with offset=3.)" in head.text
 
 
+def spaced(path: Path, size: int, every: int, until: int) -> Path:
+    """``HEAD``, then zeros (a hole) to ``size`` bytes with a newline every ``every`` bytes up
+    to ``until``: lines long but each with an end, so reaching a far offset has to read them."""
+    with path.open("wb") as file:
+        file.write(HEAD.encode())
+        for position in range(every, until, every):
+            file.seek(position)
+            file.write(b"\n")
+    os.truncate(path, size)
+    return path
+
+
 async def test_a_cancelled_read_stops_reading(tmp_path: Path) -> None:
-    big = huge(tmp_path / "endless.log", 4 * 1024**4)  # 4 TiB: one endless line after HEAD
+    # 4 TiB with a line end every 8 MiB for its first 64 GiB: reaching line 9000 reads 56 GiB
+    big = spaced(tmp_path / "endless.log", 4 * 1024**4, 8 * 1024**2, 64 * 1024**3)
     t = Tools(FileTools(), Caller.at(tmp_path))
-    task = asyncio.create_task(t.call("read", file_path="endless.log", offset=2002))
+    task = asyncio.create_task(t.call("read", file_path="endless.log", offset=9000))
     await until(lambda: any(pos > 64 * 1024**2 for pos in open_positions(big)), "it reads")
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=SAFETY)
     assert task in done
     assert code(task.result()) == "ABORTED"  # the registry's result for a cancelled call
     await until(lambda: open_positions(big) == [], "the read stopped and closed the file")
+
+
+def one_long_line(path: Path, size: int) -> Path:
+    """A first line of 9,000 ``a`` and then zeros (a hole) to ``size`` bytes: no line end."""
+    path.write_bytes(b"a" * 9000)
+    os.truncate(path, size)
+    return path
+
+
+async def test_the_first_line_of_a_huge_file_without_a_line_end_is_cut_not_scanned(
+    tmp_path: Path,
+) -> None:
+    big = one_long_line(tmp_path / "one.log", 64 * 1024**3)
+    t = Tools(FileTools(), Caller.at(tmp_path))
+    page = await asyncio.wait_for(t.call("read", file_path="one.log", limit=1), SAFETY)
+    assert not page.is_error, page.text
+    assert "1: " + "a" * 2000 + "... (line truncated to 2000 characters)\n" in page.text
+    assert "(Showing lines 1-1; more lines follow. Continue with offset=2.)" in page.text
+    assert "End of file" not in page.text
+    assert open_positions(big) == []
+
+
+async def test_a_window_stops_at_a_line_whose_end_is_too_far_to_look_for(
+    tmp_path: Path,
+) -> None:
+    big = huge(tmp_path / "big.log", 64 * 1024**3)  # line 2001: zeros to the end
+    t = Tools(FileTools(), Caller.at(tmp_path))
+    page = await asyncio.wait_for(t.call("read", file_path="big.log", offset=2000, limit=5), SAFETY)
+    assert not page.is_error, page.text
+    assert "2000: line 02000\n2001: " in page.text
+    assert "2002:" not in page.text
+    assert "line 2001 is longer than 16777216 bytes" in page.text
+    assert "use grep" in page.text
+    assert open_positions(big) == []
+
+
+async def test_an_offset_past_a_line_whose_end_is_too_far_is_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    big = huge(tmp_path / "big.log", 64 * 1024**3)
+    t = Tools(FileTools(), Caller.at(tmp_path))
+    page = await asyncio.wait_for(t.call("read", file_path="big.log", offset=2002), SAFETY)
+    assert code(page) == "FS_TOO_LARGE", page.text
+    assert f"line 2001 of {big} is longer than 16777216 bytes" in page.text
+    assert "use grep" in page.text
+    assert open_positions(big) == []
+
+
+async def test_a_cut_last_line_that_ends_the_file_still_gives_the_total(tmp_path: Path) -> None:
+    big = tmp_path / "rows.txt"
+    body = b"".join(b"row %d\n" % number for number in range(1, 2_000_001))  # 23 MB
+    big.write_bytes(body + b"b" * 20_000)  # and a last line of 20,000 characters, no end
+    t = Tools(FileTools(), Caller.at(tmp_path))
+    page = await asyncio.wait_for(t.call("read", file_path="rows.txt", offset=2_000_001), SAFETY)
+    assert "2000001: " + "b" * 2000 + "... (line truncated" in page.text
+    assert "(End of file: 2000001 lines in total.)" in page.text

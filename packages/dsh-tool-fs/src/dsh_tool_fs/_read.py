@@ -104,21 +104,34 @@ _STREAM_LINE_CAP = READ_MAX_LINE * 4 + 8
 class _Window:
     """The lines to show (from line ``first``), how many lines the file has (``None``: more
     lines follow the window, how many is not known without reading the rest), its whole content
-    when it was read whole, and whether it is valid UTF-8."""
+    when it was read whole, whether it is valid UTF-8, and the line (``endless``) whose end was
+    not found within `_COUNT_AHEAD` bytes: the window stops at it."""
 
     lines: list[str]
     first: int
     total: int | None
     content: bytes | None
     valid: bool
+    endless: int | None = None
 
 
 class _ReadCancelled(Exception):
     """The ``read`` call was cancelled; its worker thread stops at the next check."""
 
 
+class _LineTooLong(Exception):
+    """Line ``number`` (before the window) goes on past `_COUNT_AHEAD` bytes, ending at no
+    line end that far: the window cannot be reached without reading the whole of it."""
+
+    def __init__(self, number: int, position: int) -> None:
+        super().__init__(number, position)
+        self.number = number
+        self.position = position
+
+
 _COUNT_AHEAD = 16 * 1024 * 1024
-"""Bytes a streamed read looks past its window for the end of the file, to give the total."""
+"""Bytes a streamed read looks past its window for the end of the file, to give the total, and
+at most skips of one over-long line (one cut at `_STREAM_LINE_CAP`) for its end."""
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -128,11 +141,28 @@ def _decode(raw: bytes) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), False
 
 
+def _skip_line(stream: BinaryIO, stop: threading.Event) -> bool:
+    """Read on to just past the end of the current line, at most `_COUNT_AHEAD` bytes; whether
+    that end (a newline or the end of the file) was found."""
+    skipped = 0
+    while skipped <= _COUNT_AHEAD:
+        if stop.is_set():
+            raise _ReadCancelled
+        rest = stream.readline(1 << 20)
+        if not rest or rest.endswith(b"\n"):
+            return True
+        skipped += len(rest)
+    return False
+
+
 def _window(fd: int, size: int, offset: int, limit: int, stop: threading.Event) -> _Window:
     """The lines ``offset`` .. ``offset + limit - 1``. A file up to `WHOLE_FILE_BYTES` is read
     whole; a larger one is streamed up to the end of the window only (keeping at most
     `_STREAM_LINE_CAP` bytes of any line), then at most `_COUNT_AHEAD` bytes more for the
-    total. A NUL in the first 8 KiB marks a binary file. ``stop`` set: `_ReadCancelled`."""
+    total. The end of a line cut at that cap is looked for only when a line after it is needed,
+    and then at most `_COUNT_AHEAD` bytes on: a window stops at a line without an end that
+    far (`_Window.endless`), and a line before the window without one raises `_LineTooLong`.
+    A NUL in the first 8 KiB marks a binary file. ``stop`` set: `_ReadCancelled`."""
     if size <= WHOLE_FILE_BYTES:
         data = read_file_bytes(fd, WHOLE_FILE_BYTES + 1)
         if b"\0" in data[:8192]:
@@ -153,15 +183,25 @@ def _window(fd: int, size: int, offset: int, limit: int, stop: threading.Event) 
         while total < end and (raw := stream.readline(_STREAM_LINE_CAP)):
             if stop.is_set():
                 raise _ReadCancelled
-            if len(raw) == _STREAM_LINE_CAP and not raw.endswith(b"\n"):
-                while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
-                    if stop.is_set():
-                        raise _ReadCancelled
             total += 1
+            cut = len(raw) == _STREAM_LINE_CAP and not raw.endswith(b"\n")
             if total >= offset:
                 line, ok = _decode(raw)
                 valid = valid and ok
                 kept.append(line.rstrip("\n").removesuffix("\r"))
+            if not cut:
+                continue
+            if total == end:  # the window's last line: its end is not needed
+                following = stream.read(1)
+                if following == b"":
+                    return _Window(kept, offset, total, None, valid)
+                if following != b"\n":
+                    return _Window(kept, offset, None, None, valid)
+                break  # it ended right at the cap: count what follows
+            if not _skip_line(stream, stop):
+                if total < offset:
+                    raise _LineTooLong(total, stream.tell())
+                return _Window(kept, offset, None, None, valid, endless=total)
         return _Window(kept, offset, _count_rest(stream, total), None, valid)
 
 
@@ -244,6 +284,14 @@ class ReadTool(FileTool):
                 raise NotTextError(
                     f"{shown} is a binary file; read shows text files and images", path=shown
                 ) from None
+            except _LineTooLong as long:
+                raise FsToolError(
+                    f"line {long.number} of {shown} is longer than {_COUNT_AHEAD} bytes (read "
+                    f"stopped at byte {long.position} without finding its end), so the lines "
+                    "after it cannot be reached by offset; use grep to search the file",
+                    code="FS_TOO_LARGE",
+                    path=shown,
+                ) from None
         finally:
             os.close(fd)
         text = _render(shown, window)  # an offset past the end raises: nothing was read
@@ -312,6 +360,11 @@ def _render(shown: str, window: _Window) -> str:
         footer = (
             f"(Output capped at {READ_MAX_BYTES // 1024} KiB: showing lines {offset}-{last}"
             f"{of_total}. Continue with offset={last + 1}.)"
+        )
+    elif window.endless is not None and last == window.endless:
+        footer = (
+            f"(Showing lines {offset}-{last}; line {last} is longer than {_COUNT_AHEAD} bytes, "
+            "so the lines after it are not shown: use grep to search the rest.)"
         )
     elif total is None or last < total:
         footer = f"(Showing lines {offset}-{last}{of_total}. Continue with offset={last + 1}.)"
