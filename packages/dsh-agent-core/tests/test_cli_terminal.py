@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import tomllib
+import tty
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -407,3 +408,73 @@ def test_the_approval_prompt_shows_the_controls_of_command_and_justification(
     (reason,) = [line for line in text.splitlines() if line.startswith("reason: ")]
     assert SHOWN in reason
     assert r"\u202e|" in reason
+
+
+def _stdout_in_a_terminal(dsh: Dsh, args: list[str]) -> bytes:
+    """What ``dsh`` writes to its standard output when that is a pseudo-terminal (in raw mode,
+    so the bytes arrive as written: no newline translation)."""
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    process = subprocess.Popen(
+        [str(DSH), *args],
+        cwd=dsh.cwd,
+        env=dsh.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+    )
+    os.close(slave)
+    output = bytearray()
+
+    def read_output() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer has closed the terminal
+                return
+            if not chunk:
+                return
+            output.extend(chunk)
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    try:
+        _, stderr = process.communicate(timeout=TIMEOUT)
+        reader.join(TIMEOUT)
+        assert not reader.is_alive()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(master)
+    assert process.returncode == 0, (args, bytes(output), stderr)
+    return bytes(output)
+
+
+def test_a_log_printed_to_a_terminal_shows_c1_and_bidi_controls_as_json_escapes(
+    dsh: Dsh, model_server: _Server, tmp_path: Path
+) -> None:
+    """``sessions show --raw`` and ``sessions export`` to standard output: in a terminal the
+    C1 and bidirectional controls the log keeps raw are ``\\uXXXX`` escapes of the same JSON;
+    into a pipe (or a file) the bytes are the log's own."""
+    odd = "<\x85|\x9b|\x90|\x9d|\u202a|\u202e|\u2066|\u2069|\u061c|\u200f>"
+    model_server.answers = [text_answer("done " + odd)]
+    dsh.configure(model_server)
+    session_id = _session_of(dsh.ok("run", f"T{odd}"))
+    exported = tmp_path / "log.jsonl"
+    dsh.ok("sessions", "export", session_id, "-o", str(exported))
+    log = exported.read_bytes()
+    assert "\x85".encode() in log  # kept raw by the log
+    assert "\u202e".encode() in log
+    for args in (["sessions", "show", "--raw", session_id], ["sessions", "export", session_id]):
+        assert dsh.ok(*args).stdout == log, args  # a pipe: byte for byte
+        shown = _stdout_in_a_terminal(dsh, args)
+        text = assert_shown(shown, every=False)
+        bidi = [c for c in text if c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"]
+        assert not bidi, text
+        assert not any("\u2066" <= c <= "\u2069" for c in text), text
+        assert r"\u0085|\u009b|\u0090|\u009d|\u202a|\u202e|\u2066|\u2069|\u061c|\u200f" in text
+        lines = shown.splitlines()
+        assert [json.loads(line) for line in lines] == [
+            json.loads(line) for line in log.splitlines()
+        ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import zipfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import click
 from rich.progress import Progress
@@ -20,7 +21,7 @@ from dsh_agent_core.cli._destinations import (
     store_parts,
     write_atomically,
 )
-from dsh_agent_core.cli._terminal import terminal_json
+from dsh_agent_core.cli._terminal import terminal_json, terminal_json_lines
 from dsh_agent_core.cli._transcript import render_transcript
 from dsh_persistence import (
     SessionPersistence,
@@ -101,8 +102,9 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
     persistence = build_persistence(config)
     try:
         if raw:
-            await export_session(persistence, session_id, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+            stdout = _stdout_stream()
+            await export_session(persistence, session_id, stdout)
+            stdout.flush()
             return
         async with await persistence.open(session_id, "read") as handle:
             events = await handle.read(0)
@@ -138,7 +140,9 @@ async def export_command(state: State, session_ids: tuple[str, ...], output: Pat
     persistence = build_persistence(config)
     try:
         if target is None:
-            await export_session(persistence, session_ids[0], sys.stdout.buffer)
+            stdout = _stdout_stream()
+            await export_session(persistence, session_ids[0], stdout)
+            stdout.flush()
         elif not several:
 
             async def one(stream: BinaryIO) -> int:
@@ -169,6 +173,42 @@ async def _zip(
             with archive.open(f"{session_id}.jsonl", "w") as member:
                 await export_session(persistence, session_id, member)  # type: ignore[arg-type]
             progress.advance(task)
+
+
+class _TerminalLines:
+    """A binary stream that writes the JSON lines written to it to ``stream`` through
+    :func:`terminal_json_lines`, line by line (a partial line waits for its end)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self.stream = stream
+        self.pending = b""
+
+    def write(self, data: bytes) -> int:
+        """Write the complete lines of what was written so far; keep the rest."""
+        whole, newline, rest = (self.pending + bytes(data)).rpartition(b"\n")
+        if newline:
+            self.stream.write(terminal_json_lines(whole + newline))
+        self.pending = rest
+        return len(data)
+
+    def flush(self) -> None:
+        """Write what is pending (a last line without its end) too."""
+        if self.pending:
+            self.stream.write(terminal_json_lines(self.pending))
+            self.pending = b""
+        self.stream.flush()
+
+
+def _stdout_stream() -> BinaryIO:
+    """Standard output for a log's JSON lines: the bytes as they are into a pipe or a file,
+    through :func:`terminal_json_lines` into a terminal (which would interpret the C1 and
+    bidirectional controls the log keeps as raw UTF-8)."""
+    stream = sys.stdout.buffer
+    try:
+        terminal = os.isatty(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file (captured output)
+        terminal = False
+    return cast(BinaryIO, _TerminalLines(stream)) if terminal else stream
 
 
 def _check_stdout(config: Config) -> None:

@@ -19,7 +19,10 @@ writing ``[link=…]`` gets those characters, not a hyperlink), every string it 
 through the sanitizer first, and every rendered segment is checked again, so a renderable built
 elsewhere cannot carry a control through either. :func:`terminal_json` is the ``--json`` form
 (those characters as ``\\uXXXX`` escapes), :class:`TerminalLogHandler` the form of log records.
-``--raw`` output of a log is the one exception: it is the log's own JSON lines, byte for byte.
+A log's own JSON lines (``sessions show --raw``, ``sessions export`` to standard output) are
+written byte for byte into a pipe or a file; to a terminal they go through
+:func:`terminal_json_lines`: the same JSON with those characters as ``\\uXXXX`` escapes (a log
+stores C1 and the bidirectional controls as raw UTF-8, which JSON does not escape).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "TerminalConsole",
     "TerminalLogHandler",
     "terminal_json",
+    "terminal_json_lines",
     "terminal_text",
     "terminal_text_of",
 ]
@@ -90,6 +94,15 @@ def terminal_json(data: Any) -> str:
     controls and lone surrogates. The text parses back to exactly ``data``."""
     text = json.dumps(data, indent=2, ensure_ascii=False)
     return _UNSAFE.sub(_json_escape, text)  # outside strings JSON holds none of these
+
+
+def terminal_json_lines(data: bytes) -> bytes:
+    """JSON lines ``data`` (UTF-8) safe to write to a terminal: every control character but
+    newline and tab as a ``\\uXXXX`` escape, so each line still parses to the same value (in
+    JSON these characters can only stand inside strings, where the escape means the same); a
+    byte that is not UTF-8 is shown as the escape of the surrogate standing for it."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    return _UNSAFE.sub(_json_escape, text).encode("utf-8")
 
 
 class TerminalConsole(Console):
