@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +17,22 @@ from dsh_bash_sandbox import (
     find_bwrap,
     probe_sandbox,
 )
-from dsh_shell import SandboxPolicy, SandboxUnavailableError, ShellExecRequest
+from dsh_shell import (
+    SYSTEM_PROGRAM_DIRS,
+    SandboxPolicy,
+    SandboxUnavailableError,
+    ShellExecRequest,
+)
 
 if TYPE_CHECKING:
     from conftest import FakeInner  # the fixture's type (conftest is not importable)
+
+_SYSTEM_BWRAP = next(
+    os.path.join(folder, "bwrap")
+    for folder in SYSTEM_PROGRAM_DIRS
+    if os.access(os.path.join(folder, "bwrap"), os.X_OK)
+)
+"""Where a bare ``bwrap`` is found: the first system program folder holding one."""
 
 # What bwrap prints where unprivileged user namespaces are off (Debian, Ubuntu with AppArmor).
 _NAMESPACE_FAILURE = """#!/bin/sh
@@ -46,7 +57,7 @@ def test_the_real_bwrap_is_available_here() -> None:
     probe = probe_sandbox()
     assert probe.available, f"{probe.cause}; fix: {probe.fix}"
     assert (probe.cause, probe.fix) == (None, None)
-    assert probe.path == shutil.which("bwrap")
+    assert probe.path == _SYSTEM_BWRAP
     assert probe.version is not None
     assert probe.version.startswith("bubblewrap ")
 
@@ -181,7 +192,27 @@ def test_relative_and_empty_path_entries_are_never_searched_for_bwrap(
     _script(tmp_path / "bin" / "bwrap", _UNCONFINED)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", f"{entry}:{os.environ['PATH']}")
-    assert find_bwrap() == shutil.which("bwrap", path=os.environ["PATH"].split(":", 1)[1])
+    assert find_bwrap() == _SYSTEM_BWRAP
+
+
+def test_a_bwrap_on_a_user_path_entry_outside_the_roots_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Day 1 a run in ~ planted ~/bin/bwrap (a wrapper that passes the canary); day 2 a run in
+    ~/proj, whose writable roots do not hold ~/bin, still takes bwrap from the system folders
+    and never runs the planted one."""
+    home = tmp_path / "home"
+    marker = tmp_path / "fake-ran"
+    _script(
+        home / "bin" / "bwrap", f'#!/bin/sh\necho "$*" >> {marker}\nexec {_SYSTEM_BWRAP} "$@"\n'
+    )
+    (home / "proj").mkdir()
+    monkeypatch.setenv("PATH", f"{home / 'bin'}:{os.environ['PATH']}")
+    # (the conftest clears the probe cache before each test)
+    probe = probe_sandbox(writable_roots=[home / "proj"])
+    assert probe.path == _SYSTEM_BWRAP
+    assert probe.available, probe.cause
+    assert not marker.exists()
 
 
 async def test_a_bwrap_found_inside_a_writable_root_is_refused_and_never_run(
@@ -192,7 +223,8 @@ async def test_a_bwrap_found_inside_a_writable_root_is_refused_and_never_run(
     marker = workspace / "fake-ran"
     planted = _script(workspace / ".venv" / "bin" / "bwrap", f"#!/bin/sh\ntouch {marker}\n")
     monkeypatch.setenv("PATH", f"{planted.parent}:{os.environ['PATH']}")
-    executor = SandboxExecutor(inner)
+    assert SandboxExecutor(inner).probe(workspace=workspace).path == _SYSTEM_BWRAP
+    executor = SandboxExecutor(inner, bwrap=str(planted))  # named by path: used as given
     spec = executor.resolve(ShellExecRequest("echo hi", workdir=workspace))
     with pytest.raises(SandboxUnavailableError) as caught:
         await executor.run(spec)

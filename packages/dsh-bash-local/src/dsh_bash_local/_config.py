@@ -25,8 +25,9 @@ class LocalBashConfig:
       waiting for pipes after the shell exits;
     - ``spill_dir``: where the private (0700) spill directory is created (default: the
       system temp directory);
-    - ``shell``: the program run as ``<shell> -c <command>`` (a path, or a name looked up
-      once in the absolute ``PATH`` entries when the executor is built).
+    - ``shell``: the program run as ``<shell> -c <command>`` (a path, used as given, or a
+      name looked up once, when the executor is built, in `dsh_shell.SYSTEM_PROGRAM_DIRS`
+      only: never on ``PATH``).
 
     Invalid values raise `ShellValueError` naming ``config.<field>``.
     """

@@ -58,15 +58,24 @@ class LocalBashExecutor:
     started); wrap it in dsh-bash-sandbox's ``SandboxExecutor`` to confine them.
 
     The shell (``config.shell``) is found once, when the executor is built, and kept as the
-    absolute `shell_path`: a ``bash`` a command drops into a ``PATH`` folder later is never
-    run in its place, and relative or empty ``PATH`` entries are never searched
-    (`dsh_shell.find_program`). Not found, every ``run`` and ``start`` raises
-    `ShellNotFoundError`.
+    absolute `shell_path`: a path is used as given; a bare name is searched only in the
+    system program folders (`dsh_shell.SYSTEM_PROGRAM_DIRS`), never on ``PATH``, so a ``bash``
+    any command dropped into a ``PATH`` folder (``~/bin``, ``.venv/bin``) is never run in its
+    place (`dsh_shell.find_program`). Not found, or found where group or others may write it,
+    every ``run`` and ``start`` raises `ShellNotFoundError` saying why.
     """
 
     def __init__(self, config: LocalBashConfig | None = None) -> None:
         self.config = config if config is not None else LocalBashConfig()
-        self.shell_path: str | None = find_program(self.config.shell)
+        self._shell_problem = (
+            "not found in the system program folders (PATH is never searched); name it by "
+            "absolute path"
+        )
+        try:
+            found = find_program(self.config.shell)
+        except ShellNotFoundError as refused:
+            found, self._shell_problem = None, refused.reason
+        self.shell_path: str | None = found
         """The absolute path of the shell every command runs in (``None``: not found)."""
         self._spill = SpillFiles(self.config.spill_dir)
         self._running_groups: set[int] = set()
@@ -93,11 +102,7 @@ class LocalBashExecutor:
         self, spec: ShellExecSpec, stdout: OutputCollector, stderr: OutputCollector
     ) -> Launch:
         if self.shell_path is None:
-            raise ShellNotFoundError(
-                self.config.shell,
-                "not found in the absolute entries of PATH when the executor was built "
-                "(relative and empty entries are never searched); name it by absolute path",
-            )
+            raise ShellNotFoundError(self.config.shell, self._shell_problem)
         return Launch(
             shell=self.shell_path,
             command=spec.command,

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Final
 
 from dsh_bash_sandbox._seccomp import seccomp_filter
-from dsh_shell import SandboxUnavailableError, find_program, program_inside
+from dsh_shell import (
+    SYSTEM_PROGRAM_DIRS,
+    SandboxUnavailableError,
+    ShellNotFoundError,
+    find_program,
+    program_inside,
+)
 
 ISOLATION_FLAGS: Final[tuple[str, ...]] = (
     "--unshare-all",
@@ -82,17 +88,23 @@ class SandboxProbe:
 
 
 _found: dict[str, str | None] = {}
+_refused: dict[str, str] = {}
 _cache: dict[str, SandboxProbe] = {}
 _lock = threading.Lock()
 
 
 def find_bwrap(bwrap: str = "bwrap") -> str | None:
     """The absolute path ``bwrap`` runs as in this process, found on its first use and never
-    looked up again (`dsh_shell.find_program`: relative and empty ``PATH`` entries are never
-    searched); ``None`` when it is not found."""
+    looked up again; ``None`` when it is not found or was refused. A path is used as given; a
+    bare name is searched only in `dsh_shell.SYSTEM_PROGRAM_DIRS`, never on ``PATH``, and one
+    found where group or others may write it is refused (`dsh_shell.find_program`)."""
     with _lock:
         if bwrap not in _found:
-            _found[bwrap] = find_program(bwrap)
+            try:
+                _found[bwrap] = find_program(bwrap)
+            except ShellNotFoundError as refused:
+                _found[bwrap] = None
+                _refused[bwrap] = refused.reason
         return _found[bwrap]
 
 
@@ -111,11 +123,14 @@ def probe_sandbox(bwrap: str = "bwrap", *, writable_roots: Iterable[Path] = ()) 
     """
     path = find_bwrap(bwrap)
     if path is None:
+        refused = _refused.get(bwrap)
+        if refused is not None:
+            return SandboxProbe(False, bwrap, None, None, f"bwrap {refused}", FIX_OUTSIDE)
         cause = (
             f"bwrap not found: {bwrap!r} is not an executable file"
             if "/" in bwrap
-            else f"bwrap not found: {bwrap!r} is not an executable on PATH (its absolute "
-            "entries; relative and empty entries are never searched)"
+            else f"bwrap not found: {bwrap!r} is in none of {', '.join(SYSTEM_PROGRAM_DIRS)} "
+            "(PATH is never searched; name it by absolute path)"
         )
         return SandboxProbe(False, bwrap, None, None, cause, FIX_INSTALL)
     root = program_inside(path, writable_roots)
@@ -140,6 +155,7 @@ def clear_probe_cache() -> None:
     with _lock:
         _cache.clear()
         _found.clear()
+        _refused.clear()
 
 
 def _namespace(kind: str) -> str | None:

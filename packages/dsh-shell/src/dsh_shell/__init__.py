@@ -32,7 +32,7 @@ from dsh_shell._namespace import (
     validate_dsh_key,
     validate_ordinary_env,
 )
-from dsh_shell._programs import find_program, program_inside
+from dsh_shell._programs import SYSTEM_PROGRAM_DIRS, find_program, program_inside
 from dsh_shell._render import (
     NO_NEW_OUTPUT,
     NO_OUTPUT,
@@ -82,6 +82,7 @@ __all__ = [
     "SANDBOX_MODES",
     "SCRUBBED_STARTUP_NAMES",
     "STDERR_HEADER",
+    "SYSTEM_PROGRAM_DIRS",
     "TERMINAL_DEFAULTS",
     "UNAVAILABLE",
     "CollectedOutput",

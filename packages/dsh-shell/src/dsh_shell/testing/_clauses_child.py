@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from dsh_shell.testing._child import MARK
@@ -33,15 +34,17 @@ async def run_in_child(
     *,
     cwd: str | None = None,
     confine: bool = False,
+    workdir: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` (no stdin) through the fixture's executor rebuilt in a child process
     whose stdin is an open pipe holding ``_PARENT_STDIN``; return the child's report. ``cwd``
-    is the child process's directory; ``confine`` runs it under a workspace-write policy."""
+    is the child process's directory; ``confine`` runs it under a workspace-write policy;
+    ``workdir`` is the command's (and the policy's workspace; default: the scratch folder)."""
     request = {
         "factory": ctx.fixture.child_factory,
         "args": ctx.fixture.child_args,
         "command": command,
-        "workdir": str(ctx.scratch),
+        "workdir": str(ctx.scratch if workdir is None else workdir),
         "timeout": command_timeout,
         "confine": confine,
     }

@@ -88,6 +88,35 @@ async def programs_in_relative_path_entries_are_never_run(ctx: ClauseContext) ->
 
 
 @clause(LOCAL_PROCESSES, CHILD_PROCESS)
+async def programs_on_a_user_path_entry_are_never_run(ctx: ClauseContext) -> None:
+    """An executor built while PATH starts with an absolute folder outside every writable root
+    of the command (a ``~/bin`` an earlier run in the home directory could have filled) that
+    holds a fake `bash`, `sh` and `bwrap` never runs them, confined or not: its own programs
+    come from the system program folders (`dsh_shell.SYSTEM_PROGRAM_DIRS`), never from PATH;
+    a confined command runs, or is refused (SandboxUnavailableError) having run nothing."""
+    marker = ctx.scratch / "planted-ran"
+    user_bin = ctx.scratch / "home" / "bin"
+    _plant(user_bin, marker)
+    workspace = _workspace(ctx)
+    with ambient_environment({"PATH": f"{user_bin}:{os.environ['PATH']}"}):
+        plain = await run_in_child(ctx, "echo ok", ctx.safety_net / 2, workdir=workspace)
+        confined = await run_in_child(
+            ctx, "echo ok", ctx.safety_net / 2, workdir=workspace, confine=True
+        )
+    expect(not _ran(marker), f"a program on a user PATH entry ran: {_ran(marker)}")
+    got = (plain.get("error"), plain.get("exit_code"), plain.get("stdout"))
+    expect(got == (None, 0, "ok\n"), f"`echo ok` gave {plain}")
+    if confined.get("error") is not None:
+        expect(
+            confined["error"] == "SandboxUnavailableError",
+            f"the confined command was refused with {confined['error']}: {confined.get('message')}",
+        )
+    else:
+        ran = (confined.get("exit_code"), confined.get("stdout"))
+        expect(ran == (0, "ok\n"), f"the confined `echo ok` gave {confined}")
+
+
+@clause(LOCAL_PROCESSES, CHILD_PROCESS)
 async def confined_commands_never_start_programs_from_a_writable_root(
     ctx: ClauseContext,
 ) -> None:
