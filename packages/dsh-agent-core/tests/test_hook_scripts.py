@@ -199,13 +199,16 @@ async def test_the_model_cannot_rewrite_a_script_a_hook_runs_in_any_form(
         ("python3 scripts/a.py < scripts/input.json", "input.json"),
         ("uv run scripts/a.py", "a.py"),
         ("node --require ./scripts/pre.js scripts/a.js", "pre.js"),
+        ("make -C scripts lint", "Makefile"),
+        ("npm run hook --prefix scripts", "package.json"),
     ],
 )
 async def test_every_file_a_hook_command_names_is_read_only(
     tmp_path: Path, hook: str, name: str
 ) -> None:
     """Programs' script and data operands (``jq -f``, ``awk -f``, a redirected input, ``uv
-    run``'s script, an option's value) stay as the user wrote them."""
+    run``'s script, an option's value) and the file a build tool reads in the folder it is
+    given stay as the user wrote them."""
     work = tmp_path / "work"
     (work / "scripts").mkdir(parents=True)
     target = work / "scripts" / name

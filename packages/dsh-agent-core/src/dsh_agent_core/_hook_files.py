@@ -41,7 +41,21 @@ _SCRIPT = re.compile(r"\.(sh|bash|zsh|ksh|fish|py|js|mjs|cjs|ts|mts|rb|pl|php|lu
 _CHDIR = frozenset({"cd", "pushd", "-C", "--directory", "--chdir", "--cwd", "--prefix"})
 """Words whose next word is a folder the rest of the command works in."""
 
+_IMPLICIT: dict[str, tuple[str, ...]] = {
+    "make": ("Makefile", "makefile", "GNUmakefile"),
+    "gmake": ("Makefile", "makefile", "GNUmakefile"),
+    "just": ("justfile", "Justfile", ".justfile"),
+    "npm": ("package.json",),
+    "pnpm": ("package.json",),
+    "yarn": ("package.json",),
+    "bun": ("package.json",),
+}
+"""Programs that run what a file of their working folder says, whether or not it is named."""
+
 _VARIABLE = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
+
+_SED = re.compile(r"[sy]/.*/[gimpe0-9]*$")
+"""A sed expression (``s/a/b/g``): slashes, but no path."""
 
 _PROJECT = "CLAUDE_PROJECT_DIR"
 
@@ -67,7 +81,9 @@ def hook_files(
     word is also taken relative to every folder the command names (``cd scripts &&
     ./check.sh`` keeps ``scripts/check.sh``). A bare program name stands for that name in each
     ``PATH`` folder of ``environ`` (every folder for the program word of a simple command,
-    else the folders that hold it), since the hook's shell looks it up at each run. A command
+    else the folders that hold it), since the hook's shell looks it up at each run; ``make``,
+    ``just`` and the node package managers add the file they read (``Makefile``,
+    ``package.json``, ...), ``python -m pkg`` its module when it exists. A command
     that does not parse as shell words still has its plain words kept."""
     if hooks is None:
         return ()
@@ -102,20 +118,35 @@ def _command_paths(
     words = list(_words(command, 0))
     programs = set(_program_words(command))
     expanded: list[tuple[str, bool]] = []
+    folders: list[str] = []
+    previous = ""
     for word in words:
         for part in _parts(word):
             value = _expand(part, project, environ)
-            if value is not None:
-                expanded.append((value, part in programs))
-    folders = [
-        value
-        for index, (value, _) in enumerate(expanded)
-        if _is_dir(value, base)
-        or (index > 0 and os.path.basename(expanded[index - 1][0]) in _CHDIR)
-    ]
+            if value is None:
+                continue
+            expanded.append((value, part in programs))
+            chdir = os.path.basename(previous) in _CHDIR or (
+                part != word and word.split("=", 1)[0] in _CHDIR  # --directory=scripts
+            )
+            if chdir or _is_dir(value, base):
+                folders.append(value)
+        previous = word
     found: list[str] = []
-    for value, is_program in expanded:
+    for index, (value, is_program) in enumerate(expanded):
         found += _candidates(value, base, folders, search, is_program=is_program)
+        for directory in (".", *folders):
+            names = _IMPLICIT.get(os.path.basename(value), ())
+            present = [n for n in names if os.path.lexists(_at(os.path.join(directory, n), base))]
+            found += [os.path.join(directory, n) for n in (present or names[:1])]
+        if value == "-m" and index + 1 < len(expanded):  # python -m module
+            module = expanded[index + 1][0].replace(".", "/")
+            for path in (module + ".py", module):
+                found += [
+                    p
+                    for p in (path, *(os.path.join(f, path) for f in folders))
+                    if os.path.lexists(_at(p, base))
+                ]
     return found
 
 
@@ -184,7 +215,7 @@ def _expand(word: str, project: str | None, environ: Mapping[str, str]) -> str |
         return match.group(0)
 
     expanded = os.path.expanduser(_VARIABLE.sub(value, word))
-    if unknown or not expanded or "$" in expanded or "://" in expanded:
+    if unknown or not expanded or "$" in expanded or "://" in expanded or _SED.match(expanded):
         return None
     if expanded.startswith("-") or any(c in expanded for c in "*?[\n"):
         return None
