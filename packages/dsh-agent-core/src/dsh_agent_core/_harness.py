@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +254,7 @@ class Harness:
         # its cap (one older file kept); aclose kills each stdio server's process group
         self.mcp = McpServers(config.mcp, environ=env, log_file=home / "logs" / "mcp-servers.log")
         self._mcp_started = False
+        self._mcp_starting = asyncio.Lock()
         # command hooks are trusted user configuration: as in Claude Code and Codex they run
         # unconfined, with the user's rights (their own local executor, never the sandbox)
         self._hook_executor = (
@@ -289,9 +290,10 @@ class Harness:
         if loop is None:
             allowed = None if preset is None else self.config.presets[preset].tools
             registry = ToolRegistry()
-            for tool in [*self._tools, *self._mcp_tools()]:
+            for tool in self._tools:
                 if allowed is None or tool.name in allowed:
                     registry.register(tool)
+            self._offer_mcp_tools(registry, allowed)
             self.spill.install(registry)
             if self.hooks is not None:
                 self.hooks.install(tools=registry)
@@ -305,6 +307,14 @@ class Harness:
             )
             self._loops[preset] = loop
         return loop
+
+    def _offer_mcp_tools(self, registry: ToolRegistry, allowed: Collection[str] | None) -> None:
+        """Register the MCP tools listed so far (those ``allowed`` by the preset) that
+        ``registry`` does not offer yet: a loop built before the servers started gets them
+        when they have."""
+        for tool in self._mcp_tools():
+            if (allowed is None or tool.name in allowed) and tool.name not in registry:
+                registry.register(tool)
 
     def _mcp_tools(self) -> list[ToolDefinition[Any]]:
         try:
@@ -753,12 +763,19 @@ class Harness:
 
     async def start(self) -> None:
         """Start the configured MCP servers and list their tools, once (``async with`` and the
-        first ``create``/``resume``/``fork`` do it). A server that fails is reported by
-        ``mcp.status()``, never raised: the agents run without its tools."""
-        if self._mcp_started:
-            return
-        self._mcp_started = True
-        await self.mcp.start()
+        first ``create``/``resume``/``fork`` do it; a concurrent caller waits for that start).
+        Their tools are then offered by every agent loop, also one built before (by
+        ``loop()`` or ``tool_names()``), so a new session's first request lists them. A
+        server that fails is reported by ``mcp.status()``, never raised: the agents run
+        without its tools."""
+        async with self._mcp_starting:
+            if self._mcp_started:
+                return
+            await self.mcp.start()
+            self._mcp_started = True
+            for preset, loop in self._loops.items():
+                allowed = None if preset is None else self.config.presets[preset].tools
+                self._offer_mcp_tools(loop.tools, allowed)
 
     async def __aenter__(self) -> Harness:
         await self.start()
