@@ -17,6 +17,7 @@ from dsh_agent_core.cli import cli
 from dsh_bash_sandbox import FIX_CONFINE, FIX_OUTSIDE, clear_probe_cache
 from dsh_hooks import HooksConfig
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from dsh_shell import SYSTEM_PROGRAM_DIRS
 
 GUARD = "#!/bin/bash\ncat > /dev/null\nexit 0\n"
 
@@ -111,7 +112,9 @@ async def test_dsh_env_never_reports_a_bwrap_planted_in_the_workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An activated .venv/bin in the workspace holds a fake bwrap (a confined command put it
-    there): the harness refuses it, unrun, naming it — and no session starts confined by it."""
+    there): on PATH it is never looked at (bwrap comes from the system program folders); named
+    by path in the config, the harness refuses it, unrun, naming it — and no session starts
+    confined by it."""
     work = tmp_path / "work"
     marker = tmp_path / "fake-ran"
     fake = work / ".venv" / "bin" / "bwrap"
@@ -121,6 +124,10 @@ async def test_dsh_env_never_reports_a_bwrap_planted_in_the_workspace(
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     monkeypatch.chdir(work)
     async with compose(configured(tmp_path / "home", "")) as h:
+        probe = h.sandbox_probe()
+        assert probe.path is not None
+        assert os.path.dirname(probe.path) in SYSTEM_PROGRAM_DIRS
+    async with compose(configured(tmp_path / "home", f'[sandbox]\nbwrap = "{fake}"\n')) as h:
         probe = h.sandbox_probe()
         assert not probe.available
         assert probe.path == str(fake)
@@ -152,8 +159,9 @@ async def test_a_bwrap_that_runs_nothing_is_unavailable_not_a_silent_success(
 def test_dsh_env_and_demo_never_run_a_bwrap_planted_where_they_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
-    """`dsh env` reports the planted bwrap as refused, naming it; `dsh demo` falls back to no
-    sandbox and says why — neither runs it."""
+    """A bwrap planted on PATH is never looked at (bwrap comes from the system program
+    folders); named by path in the config, `dsh env` reports it as refused, naming it, and
+    `dsh demo` falls back to no sandbox and says why — neither runs it."""
     work = tmp_path / "work"
     marker = tmp_path / "fake-ran"
     fake = work / "node_modules" / ".bin" / "bwrap"
@@ -166,6 +174,13 @@ def test_dsh_env_and_demo_never_run_a_bwrap_planted_where_they_run(
     monkeypatch.chdir(work)
     for name in ("DSH_CONFIG", "DSH_PROFILE", "DSH_PERMISSION_MODE"):
         monkeypatch.delenv(name, raising=False)
+    done = CliRunner().invoke(cli, ["--home", str(home), *command])
+    assert done.exit_code == 0, done.output
+    assert "9.9" not in done.output
+    assert str(fake) not in done.output
+    if command == ["env"]:
+        assert "available (/usr/bin/bwrap" in done.output
+    (home / "config.toml").write_text(f'[sandbox]\nbwrap = "{fake}"\n')
     done = CliRunner().invoke(cli, ["--home", str(home), *command])
     assert done.exit_code == 0, done.output
     assert f"bwrap at {fake} lies inside the writable root {work}" in done.output
