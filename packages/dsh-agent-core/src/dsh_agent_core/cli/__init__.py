@@ -33,7 +33,9 @@ from dsh_agent_core.cli._common import State, async_command, err, log_to_termina
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._terminal import terminal_json
 from dsh_agent_core.cli._transcript import LivePrinter
+from dsh_agent_core.cli._usage import turn_line, turn_totals
 from dsh_bash_sandbox import probe_sandbox
+from dsh_llm import context_window_of
 from dsh_shell import SANDBOX_MODES
 
 __all__ = ["main"]
@@ -91,9 +93,39 @@ async def _run_turn(harness: Harness, agent: Any, prompt: str) -> Any:
         subscription.close()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
+        if printer.last_turn is not None:
+            _print_usage(harness, agent, printer.last_turn)
     if interrupted:
         sys.exit(130)
     return printer.last_reason
+
+
+def _print_usage(harness: Harness, agent: Any, turn: int) -> None:
+    """The turn's usage line on standard error (nothing when no model call was made)."""
+    config = harness.config
+
+    def prices_of(provider: str, model: str) -> Any:
+        return config.model_facts(provider, model).prices
+
+    totals = turn_totals(agent.session.events, turn, prices_of)
+    if not totals.calls:
+        return
+    window = None
+    if totals.route is not None:
+        provider, model = totals.route
+        with contextlib.suppress(ValueError):
+            window = context_window_of(harness.models.get(provider), model)
+        if window is None:
+            window = config.model_facts(provider, model).context_window
+    err.print(turn_line(totals, window), markup=False)
+
+
+def _print_ending(session_id: str, session_path: str | None) -> None:
+    """How every ``dsh run`` ends, however it ends: the session, its log, how to go on."""
+    err.print(f"session {session_id}", markup=False)
+    if session_path:
+        err.print(f"log: {session_path}", markup=False)
+    err.print(f"resume: dsh run --resume {session_id} PROMPT", markup=False)
 
 
 @cli.command()
@@ -136,37 +168,59 @@ async def run(
     if approval is not None:
         sandbox["approval"] = approval
     config = state.config(**({"sandbox": sandbox} if sandbox else {}))
-    async with shutdown_on_signals(compose(config)) as harness:
-        if resume_id is not None:
-            if model is not None:
-                harness.check_route(model)
-            agent = await harness.resume(resume_id, model=model)
-            session = agent.session
-            # the session keeps its own knobs; a flag given here replaces only its own knob
-            mode = sandbox_mode_of(sandbox_mode) or logged_sandbox_mode(session)
-            policy = approval_of(approval) or logged_approval_policy(session)
-            mode = mode or config.sandbox.mode
-            policy = policy or config.sandbox.approval_policy
-            if session.header.parent_session is not None:
-                policy = "never"  # a delegated child never asks
-            harness.check_sandbox(mode)  # refused: nothing is logged
-            if sandbox:
-                pin_permissions(session, mode, policy)
-        else:
-            harness.loop(preset)  # an unknown preset is the error to report, before any route
-            settings = harness.config.presets.get(preset) if preset is not None else None
-            harness.check_route(model or (settings.model if settings is not None else None))
-            harness.check_sandbox(config.sandbox.mode)
-            agent = await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
-        if sys.stdin.isatty():
-            harness.extensions.approval.add(terminal_answerer(err))
-        reason = await _run_turn(harness, agent, prompt)
-        row = await harness.status_of(agent.id)
-    err.print(f"session {row.session_id}", markup=False)
-    if row.session_path:
-        err.print(f"log: {row.session_path}", markup=False)
+    ending: list[tuple[str, str | None]] = []  # printed on every ending, signals included
+    try:
+        async with shutdown_on_signals(compose(config)) as harness:
+            agent = await _run_agent(
+                harness, config, resume_id, model, preset, cwd, sandbox, sandbox_mode, approval
+            )
+            row = await harness.status_of(agent.id)
+            ending.append((agent.id, row.session_path))
+            if sys.stdin.isatty():
+                harness.extensions.approval.add(terminal_answerer(err))
+            reason = await _run_turn(harness, agent, prompt)
+            row = await harness.status_of(agent.id)
+            ending[0] = (agent.id, row.session_path or ending[0][1])
+    finally:
+        for session_id, session_path in ending:
+            _print_ending(session_id, session_path)
     if not isinstance(reason, dict) or reason.get("kind") not in ("completed", "max-tokens"):
         sys.exit(1)
+
+
+async def _run_agent(
+    harness: Harness,
+    config: Config,
+    resume_id: str | None,
+    model: str | None,
+    preset: str | None,
+    cwd: str | None,
+    sandbox: dict[str, Any],
+    sandbox_mode: str | None,
+    approval: str | None,
+) -> Any:
+    """The agent ``dsh run`` drives: the resumed session (its own knobs kept, a flag given
+    replacing only its knob) or a new one; every refusal comes before anything is logged."""
+    if resume_id is not None:
+        if model is not None:
+            harness.check_route(model)
+        agent = await harness.resume(resume_id, model=model)
+        session = agent.session
+        mode = sandbox_mode_of(sandbox_mode) or logged_sandbox_mode(session)
+        policy = approval_of(approval) or logged_approval_policy(session)
+        mode = mode or config.sandbox.mode
+        policy = policy or config.sandbox.approval_policy
+        if session.header.parent_session is not None:
+            policy = "never"  # a delegated child never asks
+        harness.check_sandbox(mode)  # refused: nothing is logged
+        if sandbox:
+            pin_permissions(session, mode, policy)
+        return agent
+    harness.loop(preset)  # an unknown preset is the error to report, before any route
+    settings = harness.config.presets.get(preset) if preset is not None else None
+    harness.check_route(model or (settings.model if settings is not None else None))
+    harness.check_sandbox(config.sandbox.mode)
+    return await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
 
 
 @cli.command()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import select
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
@@ -14,9 +15,14 @@ from typing import Any, NoReturn, ParamSpec, TypeVar
 import click
 
 from dsh_agent_core._config import Config, load_config
-from dsh_agent_core.cli._terminal import TerminalConsole, TerminalLogHandler, terminal_text
+from dsh_agent_core.cli._terminal import (
+    TerminalConsole,
+    TerminalLogHandler,
+    discard,
+    terminal_text,
+)
 
-__all__ = ["State", "async_command", "err", "fail", "log_to_terminal", "out"]
+__all__ = ["State", "async_command", "err", "fail", "log_to_terminal", "out", "stdout_closed"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -80,6 +86,11 @@ def async_command(
             fail("interrupted", code=130)
         except (click.ClickException, click.exceptions.Exit, SystemExit):
             raise
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            discard(sys.stdout)  # `dsh sessions list | head -1`: the reader had what it wanted
+            sys.exit(0)
         except Exception as error:
             if state is not None and state.debug:  # the traceback, through the sanitizer too
                 err.print(terminal_text("".join(traceback.format_exception(error))))
@@ -87,6 +98,17 @@ def async_command(
             fail(_one_line(error))
 
     return run
+
+
+def stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader went away (then writing to it fails with
+    ``EPIPE``; any other broken pipe is an error to report)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(mask & select.POLLERR for _, mask in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 async def _awaited(awaitable: Awaitable[T]) -> T:

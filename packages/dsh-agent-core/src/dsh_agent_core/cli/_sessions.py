@@ -12,6 +12,7 @@ import click
 from rich.progress import Progress
 from rich.table import Table
 
+from dsh_agent_core._catalog import ModelPrices
 from dsh_agent_core._config import Config
 from dsh_agent_core._harness import build_persistence, compose
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
@@ -23,6 +24,7 @@ from dsh_agent_core.cli._destinations import (
 )
 from dsh_agent_core.cli._terminal import terminal_json, terminal_json_lines
 from dsh_agent_core.cli._transcript import render_transcript
+from dsh_agent_core.cli._usage import PricesOf, UsageTotals, session_totals, totals_text
 from dsh_persistence import (
     SessionPersistence,
     SessionPersistenceCorruptionError,
@@ -62,8 +64,14 @@ def _table(rows: list[dict[str, str | None]]) -> Table:
 @async_command
 async def list_command(state: State, limit: int, as_json: bool) -> None:
     """The most recently updated sessions, with status, title and log path."""
-    async with compose(state.config()) as harness:
+    config = state.config()
+    async with compose(config) as harness:
         rows = [row.to_json() for row in await harness.status(limit)]
+        if as_json:
+            for row in rows:
+                totals = await _totals(harness.persistence, config, row["session_id"])
+                if totals is not None:
+                    row["totals"] = totals.to_json()
     if as_json:
         out.print(terminal_json(rows))
     elif not rows:
@@ -109,6 +117,8 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
         async with await persistence.open(session_id, "read") as handle:
             events = await handle.read(0)
             render_transcript(out, handle.header, events)
+            totals = session_totals(events, _prices(config))
+            out.print(f"totals: {totals.calls} model calls · {totals_text(totals)}", markup=False)
     finally:
         await persistence.aclose()
 
@@ -197,6 +207,27 @@ class _TerminalLines:
             self.stream.write(terminal_json_lines(self.pending))
             self.pending = b""
         self.stream.flush()
+
+
+def _prices(config: Config) -> PricesOf:
+    def prices_of(provider: str, model: str) -> ModelPrices | None:
+        return config.model_facts(provider, model).prices
+
+    return prices_of
+
+
+async def _totals(
+    persistence: SessionPersistence,
+    config: Config,
+    session_id: str,
+) -> UsageTotals | None:
+    """The usage totals of a stored session (``None`` when it cannot be read)."""
+    try:
+        async with await persistence.open(session_id, "read") as handle:
+            events = await handle.read(0)
+    except SessionPersistenceError:
+        return None
+    return session_totals(events, _prices(config))
 
 
 def _stdout_stream() -> BinaryIO:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -40,6 +41,7 @@ from rich.text import Text
 __all__ = [
     "TerminalConsole",
     "TerminalLogHandler",
+    "discard",
     "terminal_json",
     "terminal_json_lines",
     "terminal_text",
@@ -127,6 +129,34 @@ class TerminalConsole(Console):
                 yield Segment(terminal_text(segment.text), segment.style)
             else:
                 yield segment
+
+    broken_pipe = False
+    """Whether the reader of this console's stream went away (``dsh run | head``)."""
+
+    def on_broken_pipe(self) -> None:
+        """The reader of the stream went away: what is still written is discarded (the stream
+        now leads to ``/dev/null``, so the interpreter's last flush is quiet too) and the
+        command goes on; rich's default would raise ``SystemExit(1)`` from wherever the write
+        happened (inside a session subscriber, that stopped the turn and its log)."""
+        self.quiet = True
+        self.broken_pipe = True
+        discard(self.file)
+
+
+def discard(stream: object) -> None:
+    """Point the file descriptor of ``stream`` at ``/dev/null`` (what its closed reader would
+    not read); nothing when it has none."""
+    try:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
 
 
 class TerminalLogHandler(logging.Handler):

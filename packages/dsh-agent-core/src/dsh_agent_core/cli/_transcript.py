@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -78,40 +79,96 @@ def _print_result(console: Console, data: dict[str, Any]) -> None:
 
 class LivePrinter:
     """A session subscriber that prints a turn as it happens: streamed text, tool calls with
-    their output, and how the turn ended."""
+    their output, and how the turn ended.
 
-    def __init__(self, console: Console, status: Console) -> None:
+    Into a terminal (``stream``, the default when ``console`` is one) text is shown as it
+    arrives; when a model call fails mid-answer and is retried, a marker line closes the
+    abandoned part and the answer starts again below it. Into a pipe or a file, each model
+    call's text is written once the call has succeeded, so a script reads the answer that
+    counts and never an abandoned attempt (status lines still say a retry happened). Printing
+    never stops the turn: a reader that went away (``| head``) loses the rest, the turn and
+    its log go on."""
+
+    def __init__(self, console: Console, status: Console, *, stream: bool | None = None) -> None:
         self._console = console
         self._status = status
+        self._stream = console.is_terminal if stream is None else stream
         self._mid_line = False
+        self._shown = 0  # characters of the current model call already shown (streaming)
+        self._pending: list[tuple[str, str]] = []  # the current call's text (into a pipe)
         self.last_reason: Any = None
+        self.last_turn: Any = None
 
     def _newline(self) -> None:
         if self._mid_line:
             self._console.print()
             self._mid_line = False
 
+    def _text(self, text: str, style: str = "") -> None:
+        if self._stream:
+            self._console.print(_text(text, style), end="")
+            self._shown += len(text)
+            self._mid_line = not text.endswith("\n")
+        else:
+            self._pending.append((text, style))
+
+    def _end_block(self) -> None:
+        if self._stream:
+            self._newline()
+        elif self._pending and not self._pending[-1][0].endswith("\n"):
+            self._pending.append(("\n", ""))
+
+    def _flush(self) -> None:
+        """Write the current call's text (into a pipe: the call is over and it stands)."""
+        pending, self._pending = self._pending, []
+        for text, style in pending:
+            self._console.print(_text(text, style), end="")
+            self._mid_line = not text.endswith("\n")
+        self._shown = 0
+
+    def _abandon(self) -> None:
+        """The current call failed and is retried: mark (terminal) or drop (pipe) its text."""
+        if self._stream:
+            if self._shown:
+                self._newline()
+                self._console.print(
+                    _text("⟲ cut off: the answer above was abandoned, it starts again below", "dim")
+                )
+        elif self._pending:
+            dropped = sum(len(text) for text, _ in self._pending)
+            self._status.print(
+                _text(f"(an answer cut off after {dropped} characters was dropped; retrying)")
+            )
+        self._pending = []
+        self._shown = 0
+
     def __call__(self, event: SessionEvent) -> None:
         """Print what ``event`` adds."""
+        with contextlib.suppress(OSError):  # a stream that cannot be written never stops a turn
+            self._show(event)
+
+    def _show(self, event: SessionEvent) -> None:
         kind = event.type
         data: Any = event.data
         if kind == "assistant/chunk":
             chunk = data.get("chunk", {})
             if chunk.get("type") == "text-delta":
-                self._console.print(_text(str(chunk.get("text", ""))), end="")
-                self._mid_line = True
+                self._text(str(chunk.get("text", "")))
             elif chunk.get("type") == "reasoning-delta":
-                self._console.print(_text(str(chunk.get("text", "")), "dim italic"), end="")
-                self._mid_line = True
+                self._text(str(chunk.get("text", "")), "dim italic")
             elif chunk.get("type") == "block-end":
-                self._newline()
+                self._end_block()
+        elif kind == "assistant/message":
+            self._flush()
         elif kind == "tool/call":
+            self._flush()
             self._newline()
             summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
             self._console.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(self._console, data)
         elif kind == "llm/retry":
+            self._abandon()
             failure = data.get("failure", {})
             self._status.print(
                 _text(
@@ -120,8 +177,10 @@ class LivePrinter:
                 )
             )
         elif kind == "turn/end":
+            self._flush()
             self._newline()
             self.last_reason = data.get("reason")
+            self.last_turn = data.get("turn")
             if (
                 not isinstance(self.last_reason, dict)
                 or self.last_reason.get("kind") != "completed"
