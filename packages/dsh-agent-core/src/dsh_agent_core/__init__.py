@@ -35,6 +35,7 @@ from dsh_agent_core._config import (
     PresetConfig,
     ProviderConfig,
     SkillsConfig,
+    SystemPrompt,
     load_config,
     parse_route,
 )
@@ -69,11 +70,13 @@ from dsh_agent_core._session_tools import (
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
 from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
 from dsh_agent_core._status import SessionStatus, SessionStatusRow
+from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
 from dsh_agent_core._titles import FallbackTitles, fallback_title
 
 __all__ = [
     "BUILTIN_CATALOGS",
     "BUILTIN_PROVIDERS",
+    "BUILTIN_SYSTEM_PROMPT",
     "CONFIG_FILE_NAME",
     "DISCOVERY_TIMEOUT",
     "INSTRUCTIONS_PLUGIN",
@@ -110,6 +113,8 @@ __all__ = [
     "Skill",
     "SkillCatalog",
     "SkillsConfig",
+    "SystemPrompt",
+    "SystemPromptSource",
     "UnknownPresetError",
     "WindowDiscovery",
     "build_persistence",

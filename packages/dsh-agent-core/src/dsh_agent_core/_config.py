@@ -3,19 +3,30 @@ overrides, and defaults that work with no file at all."""
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from dsh_agent import ApprovalPolicy
 from dsh_agent_core._catalog import ModelPrices, catalog_for
 from dsh_agent_core._errors import ConfigError
 from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
-from dsh_compaction import CompactionConfig
+from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
+from dsh_compaction import CompactionConfig, estimate_content
 from dsh_hooks import HOOK_EVENTS, HooksConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
 from dsh_shell import SANDBOX_MODES, SandboxMode
@@ -35,12 +46,16 @@ __all__ = [
     "ProviderConfig",
     "SandboxConfig",
     "SkillsConfig",
+    "SystemPrompt",
     "load_config",
     "parse_route",
 ]
 
 CONFIG_FILE_NAME = "config.toml"
 """The config file's name inside the DSH home."""
+
+MAX_SYSTEM_FILE_BYTES = 256 * 1024
+"""The largest ``system_file`` read (256 KiB)."""
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,11 +89,37 @@ class PersistenceConfig(BaseModel):
     postgres_schema: str = Field(default="dsh", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
+_REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+"""The body fields every request sets itself (``extra_body`` may not)."""
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def header_value_ok(value: str) -> bool:
+    """Whether ``value`` can be sent as an HTTP header value: printable ASCII and tabs."""
+    return all(char == "\t" or " " <= char <= "~" for char in value)
+
+
+def _json_only(value: Any, where: str) -> None:
+    """Refuse a TOML value that has no JSON form (a date or time), naming where it is."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _json_only(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _json_only(item, f"{where}[{index}]")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where}: {value!r} has no JSON form")
+    elif not (value is None or isinstance(value, str | int | float | bool)):
+        raise ValueError(f"{where}: a {type(value).__name__} has no JSON form")
+
+
 class ProviderConfig(BaseModel):
     """A model provider. ``openai-compatible`` speaks Chat Completions at ``base_url`` with the
     key read from the environment variable ``api_key_env`` (the key itself is never in the
     config); ``scripted`` is the keyless model of ``dsh demo`` and tests, answering each request
-    with the next of ``replies`` (cycling)."""
+    with the next of ``replies`` (cycling). ``extra_body``, ``headers``, ``timeout`` and
+    ``tool_choice`` shape every request an ``openai-compatible`` provider sends."""
 
     model_config = _STRICT
 
@@ -103,6 +144,52 @@ class ProviderConfig(BaseModel):
     def window_of(self, model: str) -> int | None:
         """The context window of ``model``: its own entry, else the provider's."""
         return self.context_windows.get(model, self.context_window)
+
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Fields added to every request body (``{ top_k = 20 }``, ``{ chat_template_kwargs = {…} }``);
+    the fields dsh sets itself are refused."""
+    headers: dict[str, str | EnvRef] = Field(default_factory=dict)
+    """HTTP headers sent with every request: a literal string, or ``{ env = "VAR" }`` for a
+    secret read from the environment when the provider is first used (never shown)."""
+    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """The read timeout in seconds: the longest silence allowed while waiting for the answer's
+    next bytes, the first included (default: 300)."""
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    """Sent as ``tool_choice`` with every request that offers tools: ``"auto"``, ``"none"``,
+    ``"required"``, or a table (``{ type = "function", function = { name = "bash" } }``)."""
+
+    @field_validator("extra_body")
+    @classmethod
+    def _extra_fields(cls, body: dict[str, Any]) -> dict[str, Any]:
+        for key, value in body.items():
+            if key in _REQUEST_FIELDS:
+                raise ValueError(f"{key}: dsh sets this field of every request itself")
+            if key == "tool_choice":
+                raise ValueError("tool_choice: set it with the provider's tool_choice key")
+            _json_only(value, key)
+        return body
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, headers: dict[str, str | EnvRef]) -> dict[str, str | EnvRef]:
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an HTTP header name")
+            if isinstance(value, str) and not header_value_ok(value):
+                raise ValueError(f"{name}: a header value is printable ASCII on one line")
+        return headers
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _choice_table(cls, choice: Any) -> Any:
+        if isinstance(choice, dict):
+            if not isinstance(choice.get("type"), str):
+                raise ValueError(
+                    'a tool_choice table needs a type, as in { type = "function", '
+                    'function = { name = "bash" } }'
+                )
+            _json_only(choice, "tool_choice")
+        return choice
 
     @field_validator("api_key_env")
     @classmethod
@@ -145,6 +232,18 @@ class ModelFacts(BaseModel):
     prices_from: str | None = None
     checked: str | None = None
     note: str | None = None
+
+
+class SystemPrompt(BaseModel):
+    """A resolved system prompt: its ``text`` (``append_system`` included), its ``source``
+    (``built-in``, ``system``, ``system_file`` or ``preset``) and whether ``append_system``
+    was added."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    source: SystemPromptSource
+    appended: bool = False
 
 
 class PresetConfig(BaseModel):
@@ -241,6 +340,13 @@ class Config(BaseModel):
     dsh_home: str | None = None
     model: str = "deepseek:deepseek-v4-flash"
     system: str | None = None
+    """Replaces the built-in system prompt (not with ``system_file``)."""
+    system_file: str | None = Field(default=None, min_length=1)
+    """A UTF-8 file whose text replaces the built-in system prompt (a relative path is
+    resolved against the config file's folder)."""
+    append_system: str | None = None
+    """Text added after the system prompt, whichever it is (built in, ``system``,
+    ``system_file`` or a preset's)."""
     max_tokens: int | None = Field(default=None, gt=0)
     max_steps_per_turn: int | None = Field(default=None, gt=0)
     max_delegation_depth: int = Field(default=5, ge=0)
@@ -266,12 +372,77 @@ class Config(BaseModel):
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
     _env: Mapping[str, str] | None = PrivateAttr(default=None)
+    _system_file_text: str | None = PrivateAttr(default=None)
 
     @field_validator("model")
     @classmethod
     def _is_a_route(cls, route: str) -> str:
         parse_route(route)
         return route
+
+    @model_validator(mode="after")
+    def _one_replacement(self) -> Config:
+        if self.system is not None and self.system_file is not None:
+            raise ConfigError("system_file", "is set beside system: set one of them")
+        return self
+
+    def system_file_path(self) -> Path | None:
+        """``system_file`` as a path: a relative one is resolved against the config file's
+        folder (the current directory when there is no file); ``None`` when not set."""
+        if self.system_file is None:
+            return None
+        path = Path(os.path.expanduser(self.system_file))
+        if not path.is_absolute():
+            base = Path(self.source).parent if self.source is not None else Path.cwd()
+            path = base / path
+        return path
+
+    def _read_system_file(self) -> str | None:
+        """The text of ``system_file`` (read once, then kept): a regular UTF-8 file of at most
+        `MAX_SYSTEM_FILE_BYTES`; anything else is a :class:`ConfigError` naming the key and
+        the file."""
+        path = self.system_file_path()
+        if path is None:
+            return None
+        if self._system_file_text is None:
+            where = f"{self.source}: system_file" if self.source else "system_file"
+            try:
+                data = read_regular_file(path, MAX_SYSTEM_FILE_BYTES)
+            except FileNotFoundError:
+                raise ConfigError(where, f"{path} does not exist") from None
+            except UnreadableFileError as error:
+                raise ConfigError(where, f"{error.path} {error.problem}") from None
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise ConfigError(
+                    where, f"{path} is not UTF-8 ({error.reason} at byte {error.start})"
+                ) from None
+            if not text.strip():
+                raise ConfigError(where, f"{path} is empty")
+            self._system_file_text = text
+        return self._system_file_text
+
+    def system_prompt(self, preset: str | None = None) -> SystemPrompt:
+        """The system prompt a new agent of ``preset`` (default: none) gets and where it came
+        from: the preset's ``system``, else ``system``, else ``system_file``'s text, else the
+        built-in prompt; ``append_system`` follows it after a blank line. Raises
+        :class:`ConfigError` for an unreadable ``system_file``."""
+        settings = self.presets.get(preset) if preset is not None else None
+        text: str
+        source: SystemPromptSource
+        file_text = self._read_system_file()  # a bad file is an error whatever the preset
+        if settings is not None and settings.system:
+            text, source = settings.system, "preset"
+        elif self.system is not None:
+            text, source = self.system, "system"
+        elif file_text is not None:
+            text, source = file_text, "system_file"
+        else:
+            text, source = BUILTIN_SYSTEM_PROMPT, "built-in"
+        if self.append_system:
+            text = text.rstrip("\n") + "\n\n" + self.append_system
+        return SystemPrompt(text=text, source=source, appended=bool(self.append_system))
 
     @field_validator("models")
     @classmethod
@@ -379,7 +550,13 @@ class Config(BaseModel):
             provider = self.provider(name)
             assert provider is not None
             providers[name] = provider.model_dump(mode="json")
-        for provider in providers.values():
+        for name, provider in providers.items():
+            configured = self.provider(name)
+            assert configured is not None
+            provider["headers"] = {
+                header: ({"env": value.env} if isinstance(value, EnvRef) else "***")
+                for header, value in configured.headers.items()
+            }
             variable = provider.get("api_key_env")
             environ = self._env if self._env is not None else os.environ
             provider["api_key"] = (
@@ -397,6 +574,17 @@ class Config(BaseModel):
             "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}
         }
         data["sandbox"]["approval"] = self.sandbox.approval_policy
+        prompt = self.system_prompt()
+        data["system_prompt"] = {
+            "source": prompt.source,
+            "appended": prompt.appended,
+            "tokens": estimate_content([{"type": "text", "text": prompt.text}]),
+            "text": prompt.text,
+        }
+        if self.system_file is not None:
+            data["system_file"] = str(self.system_file_path())
+        for name, preset in data["presets"].items():
+            preset["system_source"] = self.system_prompt(name).source
         if self.hooks is not None:
             data["hooks"] = _hooks_as_written(self.hooks)
         return data
@@ -539,7 +727,6 @@ def load_config(
     try:
         config = Config.model_validate(data)
         config._env = environ  # the dump says whether keys are set in this environment
-        return config
     except ValidationError as error:
         raise _validation_error(source, error) from None
     except ConfigError as error:
@@ -547,6 +734,8 @@ def load_config(
     except McpConfigError as error:
         where = ".".join(part for part in ("mcp.servers", error.server, error.key) if part)
         raise ConfigError(f"{source}: {where}", error.problem) from None
+    config._read_system_file()  # a bad system_file is refused now, naming the file and key
+    return config
 
 
 def _masked(server: Any) -> dict[str, Any]:

@@ -510,7 +510,7 @@ class Harness:
         loop = self.loop(preset)
         settings = self.config.presets[preset] if preset is not None else None
         route = model or (settings.model if settings is not None else None)
-        system = settings.system if settings is not None and settings.system else self.config.system
+        system = self.config.system_prompt(preset).text
         depth = None
         if parent is not None:
             depth = (parent.session.header.delegation_depth or 0) + 1

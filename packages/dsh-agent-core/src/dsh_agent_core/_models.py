@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 from dsh_agent_core._catalog import catalog_model
-from dsh_agent_core._config import Config, ProviderConfig
+from dsh_agent_core._config import Config, ProviderConfig, header_value_ok
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
 from dsh_model_openai import OpenAICompatibleModel
+from dsh_tool_mcp import EnvRef
 
 __all__ = ["ProviderModel", "ScriptedReplies", "provider_models"]
 
@@ -43,6 +45,7 @@ class ProviderModel:
         self.config = config
         self._env: Mapping[str, str] = os.environ if env is None else env
         self._model: OpenAICompatibleModel | ScriptedReplies | None = None
+        self._with_tools: OpenAICompatibleModel | None = None  # sends tool_choice
         if config.kind == "scripted":
             self._model = ScriptedReplies(config.replies)
 
@@ -97,11 +100,41 @@ class ProviderModel:
             )
         if not config.base_url:
             return self._failure(f"provider {self.name!r} has no base_url", "BAD_REQUEST")
+        headers: dict[str, str] = {}
+        for header, value in config.headers.items():
+            if isinstance(value, EnvRef):
+                found = self._env.get(value.env)
+                if not found:
+                    return self._failure(
+                        f"provider {self.name!r}: the environment variable {value.env} is not "
+                        f"set (it holds the {header} header, providers.{self.name}.headers)",
+                        "AUTH",
+                    )
+                if not header_value_ok(found):
+                    return self._failure(
+                        f"provider {self.name!r}: the environment variable {value.env} (the "
+                        f"{header} header) is not printable ASCII on one line",
+                        "BAD_REQUEST",
+                    )
+                headers[header] = found
+            else:
+                headers[header] = value
+        options: dict[str, Any] = {
+            "reasoning_replay": config.reasoning_replay,
+            "headers": headers,
+            "extra_body": config.extra_body,
+        }
+        if config.timeout is not None:
+            options["read_timeout"] = config.timeout
         # no window here: this object says each model's own (the configuration's, the
         # catalog's), and the adapter only what the server answers
-        self._model = OpenAICompatibleModel(
-            config.base_url, key, model, reasoning_replay=config.reasoning_replay
-        )
+        self._model = OpenAICompatibleModel(config.base_url, key, model, **options)
+        if config.tool_choice is not None:
+            # tool_choice goes only with a request that offers tools (a server refuses it
+            # without them: a compaction summary offers none)
+            body = {**config.extra_body, "tool_choice": config.tool_choice}
+            options["extra_body"] = body
+            self._with_tools = OpenAICompatibleModel(config.base_url, key, model, **options)
         return self._model
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamChunk]:
@@ -110,6 +143,8 @@ class ProviderModel:
         if isinstance(adapter, FinishChunk):
             yield adapter
             return
+        if request.tools and self._with_tools is not None:
+            adapter = self._with_tools
         async for chunk in adapter.stream(request):
             yield chunk
 
@@ -117,6 +152,8 @@ class ProviderModel:
         """Release the provider's connections."""
         if self._model is not None:
             await self._model.aclose()
+        if self._with_tools is not None:
+            await self._with_tools.aclose()
 
     def __repr__(self) -> str:
         return f"<ProviderModel {self.name!r} {self.config.kind}>"
