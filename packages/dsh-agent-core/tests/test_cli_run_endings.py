@@ -222,7 +222,8 @@ def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: _Serv
     long_answer = "word " * 4000
     server.scripts = [bash_call("echo from-the-tool"), [GATE, *text_answer(long_answer)]]
     process = dsh.popen("run", "go", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout is not None
+    assert process.stderr is not None
     head = process.stdout.read(40)  # the first step's text and tool call
     process.stdout.close()  # as `head -c 40` exits
     server.gate.set()  # now the final answer is written into the closed pipe
@@ -230,7 +231,9 @@ def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: _Serv
     process.stderr.close()
     assert process.wait(TIMEOUT) == 0, stderr
     assert head.startswith(b"running it"), head
-    assert "Broken pipe" not in stderr and "Traceback" not in stderr and "error" not in stderr
+    assert "Broken pipe" not in stderr
+    assert "Traceback" not in stderr
+    assert "error" not in stderr
     _, log = _ending(stderr)
     (end,) = _turn_ends(log)
     assert end["data"]["reason"]["kind"] == "completed"
@@ -274,7 +277,7 @@ def test_a_signal_mid_stream_still_prints_the_session_and_its_log(
     try:
         assert server.streaming.wait(TIMEOUT), "the model was never asked"
         process.send_signal(signum)
-        stdout, stderr = process.communicate(timeout=TIMEOUT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
     finally:
         if process.poll() is None:
             process.kill()
