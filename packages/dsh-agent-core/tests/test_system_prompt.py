@@ -399,3 +399,59 @@ def test_bad_provider_settings_are_refused_naming_the_key(
         load_config(env={"DSH_HOME": str(tmp_path)})
     assert key in caught.value.key
     assert says in caught.value.reason
+
+
+# -- the TOML dump reads back (issue 33 §3.6) ----------------------------------------------------
+
+
+ODD_KEYS = """\
+system = "Tabs\\tand \\"quotes\\" and \\u00e9\\n"
+[providers.local]
+base_url = "http://127.0.0.1:9/v1"
+context_windows = { "llama3.1:8b" = 8192, "qwen2.5-coder" = 131072, "a b" = 5, "" = 7, "é" = 9 }
+headers = { "X-Dotted.Name" = "v" }
+extra_body = { "options.num_ctx" = 4096, nested = { "k:v" = [1, 2], list = [{ a = 1 }] }, mixed = [1, { "a.b" = 1 }], deep = [[{ b = 2 }]] }
+[providers."my.server:8080"]
+base_url = "http://127.0.0.1:9/v1"
+[models."local:qwen2.5-coder"]
+prices = { input = 1.5, output = 2 }
+[models."local:a b"]
+prices = { input = 0, output = 0 }
+[mcp.servers."git.hub:tools"]
+command = "true"
+env = { "WEIRD.VAR" = { env = "HOME" } }
+[presets."two words"]
+system = "P."
+tools = ["read", "grep"]
+[hooks]
+dialect = "claude-code"
+[[hooks.PreToolUse]]
+matcher = "Bash|Write"
+hooks = [{ type = "command", command = "echo 'hi'" }]
+"""
+
+
+def _without_none(value: Any) -> Any:
+    """``value`` as TOML can hold it: ``None`` has no TOML form (the dump comments it out)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value if item is not None]
+    return value
+
+
+def test_config_dump_is_toml_that_reads_back_to_the_same_values(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(ODD_KEYS)
+    as_json = _dsh(home, tmp_path, "config", "--dump", "--json")
+    as_toml = _dsh(home, tmp_path, "config", "--dump")
+    assert as_json.returncode == 0, as_json.stderr
+    assert as_toml.returncode == 0, as_toml.stderr
+    read_back = tomllib.loads(as_toml.stdout.decode())
+    assert read_back == _without_none(json.loads(as_json.stdout))
+    windows = read_back["providers"]["local"]["context_windows"]
+    assert windows == {"llama3.1:8b": 8192, "qwen2.5-coder": 131072, "a b": 5, "": 7, "é": 9}
+    assert "local:qwen2.5-coder" in read_back["models"]
+    assert "git.hub:tools" in read_back["mcp"]["servers"]
+    assert "my.server:8080" in read_back["providers"]

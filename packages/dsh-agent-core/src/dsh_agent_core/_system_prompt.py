@@ -7,7 +7,7 @@ built-in tool, the sandbox and how to ask for more, where project instructions a
 from, the managed ``DSH_*`` variables, and short answers. It is logged in the request header
 like any system prompt, so a logged request rebuilds as it was sent.
 
-Size: 2,489 characters, about 630 tokens by ``dsh_compaction``'s estimate (a quarter of the
+Size: 2,258 characters, about 570 tokens by ``dsh_compaction``'s estimate (a quarter of the
 length; a test keeps it under 800).
 """
 

@@ -291,12 +291,20 @@ def _instruction_files_here(config: Config) -> list[str]:
 
 
 def _toml_value(value: Any) -> str:
+    """``value`` as a TOML value: a table inside an array is an inline table (its keys quoted
+    as `_toml_key` does), a ``None`` in it is left out (TOML has no null)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+        return "[" + ", ".join(_toml_value(item) for item in value if item is not None) + "]"
+    if isinstance(value, dict):
+        pairs = (
+            f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items() if v is not None
+        )
+        inline = ", ".join(pairs)
+        return "{ " + inline + " }" if inline else "{}"
     return terminal_json(str(value))  # a TOML basic string: controls as \uXXXX escapes
 
 
