@@ -33,8 +33,8 @@ from dsh_persistence_jsonl import JsonlPersistence
 MODES = ("manual", "pressure")
 OPTIONS = AgentOptions(provider="scripted", model="demo")
 SYSTEM = "You are a test agent."
-WINDOW = 300
-PROMPT = "hello " * 200  # 320 tokens with its answer: past 80% of WINDOW
+WINDOW = 1024
+PROMPT = "hello " * 600  # 920 tokens with its answer: past 80% of WINDOW
 
 
 def open_store(root: Path) -> JsonlPersistence:

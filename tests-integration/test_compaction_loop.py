@@ -35,6 +35,8 @@ from dsh_compaction import (
     Summary,
     SummaryRequest,
     check_compaction_log,
+    estimate_envelope,
+    estimate_message,
 )
 from dsh_llm import (
     AssistantMessage,
@@ -724,6 +726,50 @@ async def test_a_200_step_keyless_session_stays_under_the_threshold_and_round_tr
     check_compaction_log(copied)
 
 
+# -- a summary call sized to a small window (issue 33, 3.2) ----------------------------------
+
+
+async def test_a_history_five_times_a_small_window_is_summarised_in_slices_and_goes_on() -> None:
+    window = 1024
+    prompts = [f"Step {n}: the parser still fails on nested brackets. " * 60 for n in range(8)]
+
+    def answer(request: ModelRequest) -> list[StreamChunk]:
+        if is_summary(request):
+            return summary_text(f"- {len(summaries(model))} slices of the parser work")
+        return text_response("carrying on")
+
+    model = scripted(
+        [*(text_response(f"noted {n}") for n in range(8)), *([answer] * 40)], window=window
+    )
+    extensions, compactor = mount(model, CompactionConfig(auto=False))
+    async with running(model, extensions) as (_loop, agent):
+        for prompt in prompts:
+            agent.followup(prompt)
+            await agent.wait_idle()
+        assert compactor.measure(agent.session).total_tokens > 5 * window
+        async with agent.maintenance():
+            result = await compactor.compact_now(agent)
+        assert result is not None
+        calls = summaries(model)
+        assert len(calls) > 1
+        header = agent.session.request_header
+        for call in calls:
+            assert call.max_tokens is not None
+            assert call.system == "You fix builds."  # small enough to keep: a cache hit
+            size = estimate_envelope(header) + sum(estimate_message(m) for m in call.messages)
+            assert size + call.max_tokens <= window
+        record = data(of_type(agent.session.events, "compaction/summary")[0])
+        assert len(record["slices"]) == len(calls)
+        # the session goes on from the one checkpoint
+        agent.followup("and now?")
+        await agent.wait_idle()
+        assert turn_ends(agent.session.events)[-1]["reason"] == {"kind": "completed"}
+        last = conversation(model)[-1]
+        assert is_checkpoint(last.messages[0])
+        assert compactor.measure(agent.session).total_tokens < window
+        assert_replays(agent.session)
+
+
 # -- 8: a crash mid-compaction (kill -9), then resume ------------------------------------------
 
 CHILD = Path(__file__).parent / "compaction_child.py"
@@ -847,4 +893,4 @@ def test_the_readme_loop_example_runs_and_prints_what_it_says() -> None:
         [sys.executable, "-c", looped[0]], capture_output=True, text=True, timeout=CHILD_TIMEOUT
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["320", "112"]  # the figures its comments state
+    assert result.stdout.split() == ["920", "112"]  # the figures its comments state

@@ -75,13 +75,14 @@ async def test_below_the_threshold_nothing_happens() -> None:
 async def test_above_the_threshold_the_head_is_compacted_and_the_tail_kept() -> None:
     log = long_log()
     total = Compactor(ScriptedModel()).measure(log.session).total_tokens  # 6 nodes of 108
-    compacting, model = compactor(total + 10, retain_tokens=200)
+    compacting, model = compactor(total + 10, replies=6, retain_tokens=200)
     surface = log.session.surface
     result = await compacting.compact_if_needed(FakeAgent(log.session))
     assert result is not None
     assert result.shadowed_seqs == surface[:4]  # the last two nodes (216 tokens) are retained
     assert log.session.surface == (result.checkpoint_seq, *surface[4:])
-    assert len(model.requests) == 1
+    # the four nodes and the instruction do not fit one summary request: a slice for each
+    assert len(model.requests) == 4
     assert compacting.measure(log.session).total_tokens < compacting.policy(None, None).threshold(
         total + 10
     )
@@ -121,8 +122,8 @@ async def test_a_retained_tail_not_below_the_threshold_is_a_config_error() -> No
 
 
 async def test_still_above_after_the_allowed_attempts_is_an_error() -> None:
-    log = long_log()
-    compacting, _model = compactor(100, compaction_retries=0, retain_tokens=70)
+    log = long_log(10)  # 20 nodes of 108 tokens; a tail of 8 stays, above the threshold
+    compacting, _model = compactor(1000, replies=20, compaction_retries=0, retain_tokens=780)
     with pytest.raises(CompactionError, match="after 1 compaction attempt") as caught:
         await compacting.compact_if_needed(FakeAgent(log.session))
     assert caught.value.code == "still-above"
@@ -154,11 +155,11 @@ async def test_otherwise_the_summary_reads_the_pruned_surface() -> None:
     log.start_step()
     log.user("y" * 400)
     prune = PruneConfig(threshold_chars=100, head_chars=20, tail_chars=20)
-    compacting, model = compactor(700, prune=prune, retain_tokens=50)
+    compacting, model = compactor(700, replies=6, prune=prune, retain_tokens=50)
     result = await compacting.compact_if_needed(FakeAgent(log.session))
     assert result is not None
     assert "compaction/prune" in kinds(log.session)
-    sent = model.requests[0].messages
+    sent = [message for request in model.requests for message in request.messages]
     results = [m for m in sent if isinstance(m, ToolResultMessage)]
     assert len(results[0].content[0].content[0].text) < 100  # type: ignore[union-attr]
 

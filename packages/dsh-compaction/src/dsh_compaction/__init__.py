@@ -39,6 +39,12 @@ from dsh_compaction._meter import (
 )
 from dsh_compaction._prune import PrunedResult, PruneReport, prune_content, prune_session
 from dsh_compaction._retention import CompactionRange, balanced_cuts, select_compactable_range
+from dsh_compaction._slicing import (
+    MIN_SUMMARY_TOKENS,
+    SUMMARY_MARGIN_RATIO,
+    SummaryBudget,
+    SummarySlice,
+)
 from dsh_compaction._summary import (
     CHECKPOINT_CLOSE,
     CHECKPOINT_OPEN,
@@ -60,9 +66,11 @@ __all__ = [
     "CHECKPOINT_PLUGIN",
     "COMPACTION_ERROR_CODES",
     "INSTRUCTION_PLUGIN",
+    "MIN_SUMMARY_TOKENS",
     "OVERFLOW_CODE",
     "PRUNE_MARKER",
     "SUMMARY_INSTRUCTION",
+    "SUMMARY_MARGIN_RATIO",
     "Baseline",
     "BaselineKind",
     "BracketState",
@@ -84,8 +92,10 @@ __all__ = [
     "PrunedResult",
     "Summarizer",
     "Summary",
+    "SummaryBudget",
     "SummaryFailure",
     "SummaryRequest",
+    "SummarySlice",
     "TokenMeasurement",
     "TokenMeter",
     "balanced_cuts",

@@ -33,9 +33,11 @@ from dsh_agent import (
 from dsh_compaction._brackets import BracketState
 from dsh_compaction._config import CompactionConfig, CompactionPolicy
 from dsh_compaction._errors import CompactionError
+from dsh_compaction._estimate import estimate_envelope, estimate_message
 from dsh_compaction._meter import TokenMeasurement, TokenMeter
 from dsh_compaction._prune import PruneReport, prune_session
 from dsh_compaction._retention import select_compactable_range
+from dsh_compaction._slicing import SummaryBudget
 from dsh_compaction._summary import Summarizer, SummaryRequest, model_summarizer
 from dsh_compaction._transaction import CompactionResult, run_compaction
 from dsh_llm import MESSAGE_ADAPTER, Message, Model, ToolSchema, context_window_of
@@ -168,7 +170,7 @@ class Compactor:
 
     def _summary_call(
         self, agent: Agent, policy: CompactionPolicy
-    ) -> tuple[Summarizer, Callable[[tuple[Message, ...]], SummaryRequest]]:
+    ) -> tuple[Summarizer, Callable[[tuple[Message, ...]], SummaryRequest], SummaryBudget | None]:
         session = agent.session
         config = self.config
         if config.summarization_provider:
@@ -203,7 +205,20 @@ class Compactor:
                 max_tokens=policy.max_tokens,
             )
 
-        return self._summarizer(serving), request_for
+        # the summary request must fit the window of the model that answers it
+        window = context_window_of(serving, model)
+        budget = (
+            None
+            if window is None
+            else SummaryBudget(
+                window=window,
+                envelope=estimate_envelope(header),
+                max_tokens=policy.max_tokens,
+                route=f"{provider}:{model}",
+                lean_envelope=sum(estimate_message(message) for message in prefix),
+            )
+        )
+        return self._summarizer(serving), request_for, budget
 
     # -- pressure -------------------------------------------------------------------------------
 
@@ -265,9 +280,15 @@ class Compactor:
                 if attempt == 0:
                     return None
                 break
-            summarizer, request_for = self._summary_call(agent, policy)
+            summarizer, request_for, budget = self._summary_call(agent, policy)
             result = await run_compaction(
-                session, self._state(session), self.meter, selection, summarizer, request_for
+                session,
+                self._state(session),
+                self.meter,
+                selection,
+                summarizer,
+                request_for,
+                budget=budget,
             )
             measured = self.meter.measure(session)
             if measured.total_tokens < threshold:
@@ -330,9 +351,15 @@ class Compactor:
         selection = select_compactable_range(session.id, measured.nodes, 0)
         if selection is None:
             return None
-        summarizer, request_for = self._summary_call(agent, policy)
+        summarizer, request_for, budget = self._summary_call(agent, policy)
         return await run_compaction(
-            session, self._state(session), self.meter, selection, summarizer, request_for
+            session,
+            self._state(session),
+            self.meter,
+            selection,
+            summarizer,
+            request_for,
+            budget=budget,
         )
 
     async def _request_error(self, error: RequestError) -> RequestErrorDecision | None:
@@ -347,17 +374,22 @@ class Compactor:
         if state.overflow_retries >= self.policy(*route).max_overflow_retries:
             return None
         generation = session.replace_generation
+        why = "nothing could be compacted (the newest message alone is left)"
         try:
             await self.compact_overflow(agent)
         except CompactionError as failure:
-            self._warn(agent, failure)
-        except Exception:
+            if failure.code == "summary":
+                why = f"the summary call failed: {failure.message}"
+            elif failure.code == "config":
+                self._warn(agent, failure)
+                why = f"compaction is not configured for it: {failure.message}"
+            else:
+                why = f"compaction failed ({failure.code}): {failure.message}"
+        except Exception as failure:
             _log.exception("session %s: overflow compaction failed", agent.id)
+            why = f"compaction failed: {type(failure).__name__}: {failure}"
         if session.replace_generation == generation:
-            _log.warning(
-                "session %s: the context window was exceeded and nothing could be compacted",
-                agent.id,
-            )
+            _log.warning("session %s: the context window was exceeded and %s", agent.id, why)
             return None
         state.overflow_retries += 1
         return Retry()
@@ -392,7 +424,7 @@ class Compactor:
         if selection is None:
             return None
         policy = self.policy(*(_route(session) or (agent.options.provider, agent.options.model)))
-        summarizer, request_for = self._summary_call(agent, policy)
+        summarizer, request_for, budget = self._summary_call(agent, policy)
         try:
             result = await run_compaction(
                 session,
@@ -401,6 +433,7 @@ class Compactor:
                 selection,
                 summarizer,
                 request_for,
+                budget=budget,
                 manual=True,
                 source_command_id=source_command_id,
             )

@@ -22,6 +22,7 @@ from dsh_compaction._errors import CompactionError
 from dsh_compaction._estimate import estimate_wire_message
 from dsh_compaction._meter import PricedNode, TokenMeter
 from dsh_compaction._retention import CompactionRange, balanced_cuts
+from dsh_compaction._slicing import SummaryBudget, SummarySlice, slice_records, summarize_within
 from dsh_compaction._summary import (
     CHECKPOINT_PLUGIN,
     Summarizer,
@@ -93,6 +94,27 @@ def _check_range(
     return chosen
 
 
+def _units(
+    session: Session, nodes: Sequence[PricedNode], chosen: Sequence[PricedNode], start: int
+) -> list[list[tuple[int, Message]]]:
+    """The chosen nodes' messages grouped into units a slice never splits (a tool call stays
+    with its results)."""
+    cuts = balanced_cuts(session.id, nodes)
+    events = session.events
+    units: list[list[tuple[int, Message]]] = []
+    current: list[tuple[int, Message]] = []
+    for offset, node in enumerate(chosen):
+        message = project_message(events[node.seq])
+        if message is not None:
+            current.append((node.seq, message))
+        if cuts[start + offset + 1] and current:
+            units.append(current)
+            current = []
+    if current:
+        units.append(current)
+    return units
+
+
 def _span_unchanged(nodes: Sequence[PricedNode], chosen: Sequence[PricedNode]) -> bool:
     """Whether the chosen nodes are still on the surface, contiguous, in order, same prices."""
     seqs = [node.seq for node in nodes]
@@ -113,14 +135,18 @@ async def run_compaction(
     *,
     manual: bool = False,
     source_command_id: str | None = None,
+    budget: SummaryBudget | None = None,
 ) -> CompactionResult:
     """Compact ``selection`` of ``session``'s surface into one checkpoint (see the module docs).
 
     Automatic compactions (``manual=False``) belong to the open turn and need the whole surface
     unchanged while the summary is written; a manual one needs no open turn (owner ``null``)
     and only its own span unchanged. ``request_for(messages)`` builds the summary call for the
-    shadowed messages. Raises :class:`CompactionError`: ``busy``, ``no-open-turn``, ``range``,
-    ``summary``, ``changed``, ``commit``; a cancellation closes the bracket and re-raises.
+    shadowed messages. With a ``budget`` (the routed model's window), every summary request's
+    estimate plus its ``max_tokens`` fits the window: a range too big for one request is
+    summarised in slices, oldest first, logged under ``compaction/summary.slices``. Raises
+    :class:`CompactionError`: ``busy``, ``no-open-turn``, ``range``, ``summary``, ``changed``,
+    ``commit``; a cancellation closes the bracket and re-raises.
     """
     sid = session.id
     brackets.catch_up(session)
@@ -149,12 +175,19 @@ async def run_compaction(
     try:
         shadowed = selection.seqs
         shadowed_tokens = sum(node.tokens for node in chosen)
-        events = session.events
-        messages = tuple(
-            message for seq in shadowed if (message := project_message(events[seq])) is not None
-        )
+        units = _units(session, before.nodes, chosen, selection.start)
+        messages = tuple(message for unit in units for _, message in unit)
+        slices: list[SummarySlice] = []
+        lean = False
         try:
-            summary = await summarizer(request_for(messages))
+            if budget is None:
+                summary = await summarizer(request_for(messages))
+            else:
+                summary, slices, lean = await summarize_within(
+                    sid, units, summarizer, request_for(messages), budget
+                )
+        except CompactionError:
+            raise
         except SummaryFailure as failure:
             raise CompactionError(
                 sid, "summary", failure.message, failure_code=failure.code
@@ -195,6 +228,10 @@ async def run_compaction(
             record["maxTokens"] = summary.max_tokens
         if summary.usage is not None:
             record["usage"] = dict(summary.usage)
+        if slices:
+            record["slices"] = slice_records(slices)
+        if lean:
+            record["withoutSystemAndTools"] = True
         summary_event = session.append("compaction/summary", record)
         checkpoint = session.append(
             "user/message",
