@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from dsh_bash_sandbox import (
+    FIRST_SOURCE_FD,
     ISOLATION_FLAGS,
     SECCOMP_FD,
+    MountSources,
     PathKind,
     bwrap_argv,
     find_nested_protected,
@@ -17,7 +20,7 @@ from dsh_bash_sandbox import (
     shell_line,
     signal_from_status,
 )
-from dsh_shell import SandboxPolicy, ShellValueError
+from dsh_shell import SandboxPolicy, SandboxUnavailableError, ShellValueError
 
 _EXISTING: dict[str, PathKind] = {
     "/w": "dir",
@@ -249,3 +252,51 @@ def test_a_nested_git_below_the_workspace_is_mounted_read_only(tmp_path: Path) -
     (tmp_path / "sub" / ".git").mkdir(parents=True)
     argv = bwrap_argv(SandboxPolicy(workspace=tmp_path), workdir=tmp_path, command="true")
     assert str(tmp_path / "sub" / ".git") in _pairs(argv, "--ro-bind")
+
+
+def test_with_sources_no_mount_inside_a_writable_root_is_given_by_name(tmp_path: Path) -> None:
+    (tmp_path / "w" / "a" / ".git").mkdir(parents=True)
+    (tmp_path / "w" / "hook.sh").write_text("true\n")
+    work = tmp_path / "w"
+    sources = MountSources()
+    argv = bwrap_argv(
+        SandboxPolicy(workspace=work, protected_paths=("hook.sh",)),
+        workdir=work,
+        command="true",
+        sources=sources,
+    )
+    assert _pairs(argv, "--bind") == []
+    assert _pairs(argv, "--ro-bind") == ["/"]
+    numbers = [number for number, _ in sources.passed]
+    assert numbers == list(range(FIRST_SOURCE_FD, FIRST_SOURCE_FD + len(numbers)))
+    by_fd = {argv[i + 1]: argv[i - 1] for i in range(len(argv)) if argv[i - 1].endswith("-fd")}
+    assert by_fd[str(work)] == "--bind-fd"
+    assert by_fd[str(work / "a")] == "--bind-fd"  # the pinning self-bind
+    assert by_fd[str(work / "a" / ".git")] == "--ro-bind-fd"
+    assert by_fd[str(work / "hook.sh")] == "--ro-bind-fd"  # a protected file, too
+    line = shell_line(argv, sources=[(n, f"/proc/self/fd/{fd}") for n, fd in sources.passed])
+    assert f" {FIRST_SOURCE_FD}< /proc/self/fd/" in line
+    sources.close()
+    assert sources.passed == []
+
+
+@pytest.mark.parametrize("replacement", ["symlink", "fifo"])
+def test_a_source_replaced_after_the_check_is_refused_naming_it(
+    tmp_path: Path, replacement: str
+) -> None:
+    work = tmp_path / "w"
+    (work / "a" / ".git").mkdir(parents=True)
+    (tmp_path / "outside" / ".git").mkdir(parents=True)
+    sources = MountSources()
+    if replacement == "symlink":  # a folder on the way, replaced by a link to outside
+        (work / "a").rename(work / "a.moved")
+        (work / "a").symlink_to(tmp_path / "outside")
+        path, kind = work / "a" / ".git", "dir"
+    else:  # a guarded file that is a FIFO: opening it never blocks, it is refused
+        os.mkfifo(work / "hook.sh")
+        path, kind = work / "hook.sh", "file"
+    with pytest.raises(SandboxUnavailableError) as caught:
+        sources(work, path, kind)  # type: ignore[arg-type]
+    assert str(path) in caught.value.cause
+    assert sources.passed == []
+    sources.close()

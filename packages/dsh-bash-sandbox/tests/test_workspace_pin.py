@@ -4,6 +4,7 @@ followed (issue 32 §1.2)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,3 +124,92 @@ def test_a_pin_refuses_a_path_that_is_not_its_own_real_path(tree: tuple[Path, Pa
     sub.mkdir()  # the same name, another directory
     with pytest.raises(WorkspaceChangedError, match="is another directory"):
         pin.verify(session_id="s-1")
+
+
+class SwapInsideBeforeSpawn:
+    """An inner executor that runs ``swap`` after the sandbox checked every path and built the
+    command line, right before the process starts (a concurrent job winning the race)."""
+
+    def __init__(self, inner: FakeInner, swap: Any) -> None:
+        self.inner = inner
+        self.swap = swap
+
+    def resolve(self, request: ShellExecRequest) -> ShellExecSpec:
+        return self.inner.resolve(request)
+
+    async def run(self, spec: ShellExecSpec) -> ShellRunResult:
+        self.swap()
+        return await self.inner.run(spec)
+
+    def start(self, spec: ShellExecSpec) -> Any:
+        self.swap()
+        return self.inner.start(spec)
+
+
+def _decoy(outside: Path) -> Path:
+    """A folder outside the workspace shaped like the target (a nested repository's ``.git``),
+    with a file a confined command must never reach."""
+    target = outside / "a"
+    (target / ".git").mkdir(parents=True)
+    (target / "victim.txt").write_text("original\n")
+    return target
+
+
+async def test_a_workspace_re_pointed_after_the_check_binds_nothing_outside(
+    inner: FakeInner, tree: tuple[Path, Path]
+) -> None:
+    # The reviewer's race: the pinned workspace holds a/.git (so a/ is pinned by a self-bind);
+    # before the spawn the workspace is swapped for a folder whose a/ links outside.
+    sub, outside = tree
+    (sub / "a" / ".git").mkdir(parents=True)
+    target = _decoy(outside)
+
+    def swap() -> None:
+        sub.rename(sub.with_name("sub.real"))
+        sub.mkdir()
+        for name in (".git", ".claude", ".codex", ".dsh"):  # where the placeholders were
+            (sub / name).mkdir()
+        (sub / "a").symlink_to(target)
+
+    executor = SandboxExecutor(
+        SwapInsideBeforeSpawn(inner, swap), workspace_pins={"s-1": WorkspacePin.of(sub)}.get
+    )
+    result = await executor.run(
+        executor.resolve(request(sub, "echo PWNED > a/victim.txt; touch a/landed; ls -a a"))
+    )
+    assert (target / "victim.txt").read_text() == "original\n"
+    assert sorted(p.name for p in target.iterdir()) == [".git", "victim.txt"]
+    if result.exit_code == 0:  # ran confined: the writes went to the pinned folder's own a/
+        assert (sub.with_name("sub.real") / "a" / "victim.txt").read_text() == "PWNED\n"
+    await executor.aclose()
+
+
+@pytest.mark.parametrize("background", [False, True])
+async def test_a_folder_of_the_workspace_linked_outside_before_spawn_binds_nothing_outside(
+    inner: FakeInner, tree: tuple[Path, Path], background: bool
+) -> None:
+    # The same race inside the session's own workspace: a job replaces a folder between a
+    # writable root and a guarded path with a (relative) link to outside, after the check.
+    sub, outside = tree
+    (sub / "a" / ".git").mkdir(parents=True)
+    target = _decoy(outside)
+
+    def swap() -> None:
+        (sub / "a").rename(sub / "a.moved")
+        (sub / "a").symlink_to(os.path.relpath(target, sub))
+
+    executor = SandboxExecutor(
+        SwapInsideBeforeSpawn(inner, swap), workspace_pins={"s-1": WorkspacePin.of(sub)}.get
+    )
+    spec = executor.resolve(request(sub, "echo PWNED > a/victim.txt; mkdir a/.git/hooks"))
+    if background:
+        process = executor.start(spec)
+        await process.wait()
+        code = process.exit_code
+    else:
+        code = (await executor.run(spec)).exit_code
+    assert (target / "victim.txt").read_text() == "original\n"
+    assert list((target / ".git").iterdir()) == []
+    assert not (sub / "a.moved" / ".git" / "hooks").exists()  # the guarded folder stayed read-only
+    assert code != 0 or (sub / "a.moved" / "victim.txt").exists()
+    await executor.aclose()

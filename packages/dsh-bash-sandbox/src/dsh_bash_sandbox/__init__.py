@@ -4,13 +4,16 @@
 by the spec's `dsh_shell.SandboxPolicy`; `probe_sandbox` says whether this host can (a canary
 must prove the confinement; it fails closed with `dsh_shell.SandboxUnavailableError` when it
 cannot), `find_bwrap` where ``bwrap`` is (found once per process). `bwrap_argv` builds the
-command line, `looks_sandbox_denied` tells a refused command's result.
+command line (every mount source at or below a writable root from a descriptor that
+`MountSources` opened without following symlinks), `looks_sandbox_denied` tells a refused
+command's result.
 """
 
 from dsh_bash_sandbox._argv import (
     NESTED_BUDGET,
     NESTED_DEPTH,
     SECCOMP_FD,
+    MountSource,
     PathKind,
     bwrap_argv,
     find_nested_protected,
@@ -38,19 +41,24 @@ from dsh_bash_sandbox._probe import (
     probe_sandbox,
 )
 from dsh_bash_sandbox._seccomp import seccomp_filter
+from dsh_bash_sandbox._sources import FIRST_SOURCE_FD, MAX_SOURCE_FDS, MountSources
 
 __all__ = [
     "FILE_DENIAL_SIGNATURES",
+    "FIRST_SOURCE_FD",
     "FIX_CONFINE",
     "FIX_INSTALL",
     "FIX_NAMESPACES",
     "FIX_OUTSIDE",
     "ISOLATION_FLAGS",
+    "MAX_SOURCE_FDS",
     "NESTED_BUDGET",
     "NESTED_DEPTH",
     "NETWORK_DENIAL_SIGNATURES",
     "SECCOMP_FD",
     "ConfinedProcess",
+    "MountSource",
+    "MountSources",
     "PathKind",
     "SandboxExecutor",
     "SandboxProbe",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal, TypeAlias
 
@@ -32,6 +32,13 @@ def host_kind(path: Path) -> PathKind:
 def host_realpath(path: Path) -> Path:
     """``path`` with every symlink resolved (a bind mount lands on the real directory)."""
     return Path(os.path.realpath(path))
+
+
+MountSource: TypeAlias = Callable[[Path, Path, Literal["dir", "file"]], int]
+"""Opens a mount source for ``bwrap``: called with a writable root (its real path) and a real
+path at or below it that must be a directory (``"dir"``) or a regular file (``"file"``), it
+returns the descriptor number ``bwrap`` reads that path from, opened without following any
+symlink, or raises `SandboxUnavailableError` naming the path."""
 
 
 NESTED_DEPTH: Final = 4
@@ -77,6 +84,7 @@ def bwrap_argv(
     seccomp_fd: int | None = None,
     nested: Callable[[Path, tuple[str, ...]], list[Path]] = find_nested_protected,
     workspace_fd: int | None = None,
+    sources: MountSource | None = None,
 ) -> list[str]:
     """The argv that runs ``shell -c command`` in ``workdir`` confined by ``policy``.
 
@@ -96,7 +104,13 @@ def bwrap_argv(
     without touching it. With ``workspace_fd`` (a descriptor of the pinned workspace that
     ``bwrap`` inherits, see `shell_line`) the workspace is bound from it (``--bind-fd``) at
     ``policy.workspace``, never by name, so a folder renamed after the pin was verified cannot
-    change what is writable. ``danger-full-access`` has no argv: it raises `ShellValueError`.
+    change what is writable. With ``sources`` (see `MountSource`; the executor passes a
+    `MountSources`), no mount at or below a writable root is given to ``bwrap`` by name: each
+    root, each pinning self-bind and each read-only bind inside a root is bound from the
+    descriptor ``sources`` opened (``--bind-fd``/``--ro-bind-fd``), so a folder swapped, or
+    replaced by a symlink, after these checks cannot re-point a mount (destinations stay
+    paths: they resolve inside the new mount namespace). ``danger-full-access`` has no argv:
+    it raises `ShellValueError`.
     """
     if policy.mode == "danger-full-access":
         raise ShellValueError("policy.mode", policy.mode, "danger-full-access is not confined")
@@ -124,6 +138,9 @@ def bwrap_argv(
         bound.append(real)
         if workspace_fd is not None and root == policy.workspace:
             argv += ["--bind-fd", str(workspace_fd), str(root)]
+        elif sources is not None:
+            fd = sources(real, real, "dir" if kind(real) == "dir" else "file")
+            argv += ["--bind-fd", str(fd), str(real)]
         else:
             argv += ["--bind", str(real), str(real)]
     real_workdir = realpath(workdir)
@@ -152,11 +169,15 @@ def bwrap_argv(
                     directory = root / parent
                     if directory not in pinned:
                         pinned.append(directory)
-                        argv += ["--bind", str(directory), str(directory)]
+                        argv += _bind("--bind", root, directory, "dir", sources)
     for rule, real, what in found:
         target = str(real)
         if rule == "read-only":
-            argv += ["--ro-bind", target, target]
+            root_of = next((root for root in bound if _within(real, root)), None)
+            if root_of is None or sources is None:  # outside every writable root
+                argv += ["--ro-bind", target, target]
+            else:
+                argv += _bind("--ro-bind", root_of, real, what, sources)
         elif what == "dir":
             argv += ["--tmpfs", target, "--remount-ro", target]
         else:
@@ -175,7 +196,11 @@ WORKSPACE_FD: Final = 8
 
 
 def shell_line(
-    argv: list[str], seccomp_file: Path | None = None, *, workspace_source: str | None = None
+    argv: list[str],
+    seccomp_file: Path | None = None,
+    *,
+    workspace_source: str | None = None,
+    sources: Sequence[tuple[int, str]] = (),
 ) -> str:
     """The line an inner executor's ``bash -c`` runs: ``exec`` of ``argv`` (no extra process).
 
@@ -183,13 +208,17 @@ def shell_line(
     ``argv`` with ``seccomp_fd=SECCOMP_FD``). With ``workspace_source`` (``/proc/<pid>/fd/<n>``
     of a descriptor the calling process holds on the pinned workspace: opening it re-opens
     that very directory, whatever its name leads to now) it opens it on `WORKSPACE_FD` (build
-    ``argv`` with ``workspace_fd=WORKSPACE_FD``).
+    ``argv`` with ``workspace_fd=WORKSPACE_FD``). Each of ``sources`` (a descriptor number and
+    the ``/proc/<pid>/fd/<n>`` to open on it) is opened likewise, for ``--bind-fd`` and
+    ``--ro-bind-fd`` (``bwrap`` closes each once it has mounted it).
     """
     line = f"exec {shlex.join(argv)}"
     if seccomp_file is not None:
         line += f" {SECCOMP_FD}< {shlex.quote(str(seccomp_file))}"
     if workspace_source is not None:
         line += f" {WORKSPACE_FD}< {shlex.quote(workspace_source)}"
+    for number, source in sources:
+        line += f" {number}< {shlex.quote(source)}"
     return line
 
 
@@ -210,6 +239,17 @@ def signal_from_status(exit_code: int | None) -> str | None:
         return signal.Signals(number).name
     except ValueError:
         return None
+
+
+def _bind(
+    option: str, root: Path, path: Path, what: PathKind, sources: MountSource | None
+) -> list[str]:
+    """``option`` of ``path`` (inside ``root``) onto itself: from a descriptor when
+    ``sources`` opens one, else by name."""
+    if sources is None:
+        return [option, str(path), str(path)]
+    fd = sources(root, path, "dir" if what == "dir" else "file")
+    return [f"{option}-fd", str(fd), str(path)]
 
 
 def _within(path: Path, root: Path) -> bool:

@@ -25,6 +25,7 @@ from dsh_bash_sandbox._argv import (
 from dsh_bash_sandbox._placeholders import PlaceholderHold, is_placeholder
 from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
+from dsh_bash_sandbox._sources import MountSources
 from dsh_shell import (
     ProcessRead,
     ProcessStatus,
@@ -315,9 +316,12 @@ class SandboxExecutor:
         self._check_programs(policy)
         pinned = self._pinned_workspace(spec, policy)
         hold = self._hold_placeholders(policy)  # a few syscalls: no thread hop
+        sources = MountSources()
         try:
-            result = await self.inner.run(self._confined(spec, policy, pinned))
+            confined = self._confined(spec, policy, pinned, sources)
+            result = await self.inner.run(confined)
         finally:
+            sources.close()
             hold.release()
         died_of = signal_from_status(result.exit_code)
         if died_of is not None:
@@ -335,13 +339,14 @@ class SandboxExecutor:
         self._check_programs(policy)
         pinned = self._pinned_workspace(spec, policy)
         hold = self._hold_placeholders(policy)
+        sources = MountSources()
         try:
-            process = self.inner.start(self._confined(spec, policy, pinned))
+            process = self.inner.start(self._confined(spec, policy, pinned, sources))
         except BaseException:
+            sources.close()
             hold.release()
             raise
-        if not hold.paths:
-            return ConfinedProcess(process)
+        hold.on_release(sources.close)  # the descriptors are held until the process settles
         self._holds.add(hold)
         task = asyncio.get_running_loop().create_task(self._release_after(process, hold))
         self._watchers.add(task)
@@ -450,8 +455,17 @@ class SandboxExecutor:
         return fd
 
     def _confined(
-        self, spec: ShellExecSpec, policy: SandboxPolicy, pinned: int | None = None
+        self,
+        spec: ShellExecSpec,
+        policy: SandboxPolicy,
+        pinned: int | None,
+        sources: MountSources,
     ) -> ShellExecSpec:
+        """``spec`` re-targeted to run under ``bwrap``; every mount source at or below a
+        writable root is opened into ``sources`` (the caller closes it once the command has
+        ended), from the pinned workspace's descriptor ``pinned`` below the workspace."""
+        if pinned is not None and policy.workspace is not None:
+            sources.borrow(policy.workspace, pinned)
         rules = self._seccomp_file()
         argv = bwrap_argv(
             policy,
@@ -461,9 +475,12 @@ class SandboxExecutor:
             shell=self.shell,
             seccomp_fd=SECCOMP_FD if rules is not None else None,
             workspace_fd=WORKSPACE_FD if pinned is not None else None,
+            sources=sources,
         )
-        source = f"/proc/{os.getpid()}/fd/{pinned}" if pinned is not None else None
-        line = shell_line(argv, rules, workspace_source=source)
+        pid = os.getpid()
+        source = f"/proc/{pid}/fd/{pinned}" if pinned is not None else None
+        opened = [(number, f"/proc/{pid}/fd/{fd}") for number, fd in sources.passed]
+        line = shell_line(argv, rules, workspace_source=source, sources=opened)
         return dataclasses.replace(spec, command=line, sandbox=None)
 
     def _bwrap_path(self) -> str:

@@ -18,6 +18,7 @@ import errno
 import fcntl
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -39,6 +40,11 @@ class PlaceholderHold:
 
     def __init__(self) -> None:
         self._held: list[tuple[Path, int]] = []
+        self._then: list[Callable[[], None]] = []
+
+    def on_release(self, action: Callable[[], None]) -> None:
+        """Call ``action`` once, at the next `release` (after the placeholders are dropped)."""
+        self._then.append(action)
 
     @property
     def paths(self) -> list[Path]:
@@ -84,6 +90,14 @@ class PlaceholderHold:
     def release(self) -> None:
         """Drop every hold; remove each placeholder no other command holds (idempotent)."""
         held, self._held = self._held, []
+        then, self._then = self._then, []
+        try:
+            self._drop(held)
+        finally:
+            for action in then:
+                action()
+
+    def _drop(self, held: list[tuple[Path, int]]) -> None:
         for path, fd in held:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
