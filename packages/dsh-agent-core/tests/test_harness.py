@@ -159,7 +159,7 @@ async def test_an_agent_creates_a_child_that_inherits_its_route_cwd_and_preset(
         if prompts[:1] == ["child task"]:
             return text_response("child done")
         if len(talk(request)) == 1:
-            create = json.dumps({"prompt": "child task"})
+            create = json.dumps({"prompt": "child task", "background": True})
             return tool_call_response(("c1", "session_create", create))
         return text_response("parent done")
 
@@ -200,6 +200,7 @@ async def test_a_preset_offers_only_its_tools(tmp_path: Path) -> None:
             "grep",
             "session_status",
             "session_create",
+            "session_result",
         ]
         assert harness.tool_names("readonly") == ["session_status"]
         agent = await harness.create(preset="readonly", cwd=tmp_path)

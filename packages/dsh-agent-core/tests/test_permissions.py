@@ -118,7 +118,7 @@ async def test_a_child_runs_in_its_parents_mode_and_never_asks(tmp_path: Path) -
             return text_response("child done")
         if len(talk(request)) == 1:
             return tool_call_response(
-                ("c1", "session_create", json.dumps({"prompt": "child task"}))
+                ("c1", "session_create", json.dumps({"prompt": "child task", "background": True}))
             )
         return text_response("parent done")
 

@@ -44,7 +44,9 @@ class Router:
 
 
 def create(prompt: str, **extra: Any) -> Any:
-    return tool_call_response(("c1", "session_create", json.dumps({"prompt": prompt, **extra})))
+    """A ``session_create`` call in the background form: these tests read the child's id."""
+    arguments = {"prompt": prompt, "background": True, **extra}
+    return tool_call_response(("c1", "session_create", json.dumps(arguments)))
 
 
 def bash(call_id: str, command: str) -> Any:

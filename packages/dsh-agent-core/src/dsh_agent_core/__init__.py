@@ -46,7 +46,7 @@ from dsh_agent_core._errors import (
     HomeConflictError,
     UnknownPresetError,
 )
-from dsh_agent_core._harness import Harness, build_persistence, compose
+from dsh_agent_core._harness import Harness, build_persistence, compose, interrupted_child_notice
 from dsh_agent_core._instructions import (
     INSTRUCTIONS_PLUGIN,
     InstructionFile,
@@ -62,9 +62,11 @@ from dsh_agent_core._model_windows import (
 )
 from dsh_agent_core._models import ProviderModel, ScriptedReplies
 from dsh_agent_core._session_tools import (
+    ChildFailedError,
     ChildWorkspaceRefusedError,
     SessionCreateTool,
     SessionHost,
+    SessionResultTool,
     SessionStatusTool,
 )
 from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
@@ -83,6 +85,7 @@ __all__ = [
     "SHUTDOWN_SIGNALS",
     "BashConfig",
     "CatalogModel",
+    "ChildFailedError",
     "ChildWorkspaceError",
     "ChildWorkspaceRefusedError",
     "Config",
@@ -107,6 +110,7 @@ __all__ = [
     "ScriptedReplies",
     "SessionCreateTool",
     "SessionHost",
+    "SessionResultTool",
     "SessionStatus",
     "SessionStatusRow",
     "SessionStatusTool",
@@ -124,6 +128,7 @@ __all__ = [
     "discover_skills",
     "fallback_title",
     "instruction_files",
+    "interrupted_child_notice",
     "load_config",
     "load_instructions",
     "missing_window_hint",

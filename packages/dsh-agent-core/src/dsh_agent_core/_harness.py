@@ -26,7 +26,7 @@ from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
 from dsh_agent_core._models import provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._runtime_context import RuntimeContext
-from dsh_agent_core._session_tools import SessionCreateTool, SessionStatusTool
+from dsh_agent_core._session_tools import SessionCreateTool, SessionResultTool, SessionStatusTool
 from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow, iso_time
 from dsh_agent_core._titles import FallbackTitles, title_of_events
@@ -40,7 +40,7 @@ from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
-from dsh_session import SessionHeader
+from dsh_session import SessionEvent, SessionHeader
 from dsh_shell import (
     SandboxMode,
     SandboxPolicy,
@@ -54,7 +54,7 @@ from dsh_tool_fs import FileTools
 from dsh_tool_mcp import McpServers, McpToolNameError
 from dsh_tools import ResultSpill, ToolDefinition, ToolExecution, ToolRegistry
 
-__all__ = ["Harness", "build_persistence", "compose", "sandbox_policy"]
+__all__ = ["Harness", "build_persistence", "compose", "interrupted_child_notice", "sandbox_policy"]
 
 _log = logging.getLogger("dsh_agent_core")
 
@@ -269,10 +269,18 @@ class Harness:
             self._hook_points = self.hooks.install(self.extensions)
         # the application's own tools come last, beside the built-in ones (a preset's `tools`
         # list picks among them by name, as it does among the built-in ones)
-        self._tools += [SessionStatusTool(self), SessionCreateTool(self), *own_tools]
+        self._tools += [
+            SessionStatusTool(self),
+            SessionCreateTool(self),
+            SessionResultTool(self),
+            *own_tools,
+        ]
         self._loops: dict[str | None, AgentLoop] = {}
         self._notices = self.jobs.on_finished(self._job_finished)
         self._closed = False
+        self.interrupted_children: list[str] = []
+        """The ``session_create`` children whose turn was still running when ``aclose`` began
+        (cancelled then, their logs closed resumable); see `interrupted_child_notice`."""
 
     # -- parts ------------------------------------------------------------------------------
 
@@ -648,6 +656,17 @@ class Harness:
         snapshots = await self.persistence.list()
         return sorted(snapshots, key=lambda s: (s.updated_at or 0, s.id), reverse=True)
 
+    async def session_events(self, session_id: str) -> list[SessionEvent] | None:
+        """The events of ``session_id``: the live agent's, else the stored log's (``None`` when
+        neither exists)."""
+        agent = self.get(session_id)
+        if agent is not None:
+            return list(agent.session.events)
+        if await self.persistence.stat(session_id) is None:
+            return None
+        async with await self.persistence.open(session_id, "read") as handle:
+            return list(await handle.read(0))
+
     async def _title(self, session_id: str) -> str | None:
         with contextlib.suppress(Exception):  # an unreadable log has no title; verify says why
             async with await self.persistence.open(session_id, "read") as handle:
@@ -725,6 +744,13 @@ class Harness:
             return
         self._closed = True
         self._notices.dispose()
+        # children still at work are cancelled by the close below (their logs end the turn
+        # aborted, resumable); name them so the operator can resume them
+        self.interrupted_children = [
+            agent.id
+            for agent in self.live()
+            if agent.session.header.parent_session is not None and agent.status == "running"
+        ]
         loops = await asyncio.gather(
             *(loop.aclose() for loop in list(self._loops.values())), return_exceptions=True
         )
@@ -785,6 +811,15 @@ class Harness:
         await self.aclose()
 
 
+def interrupted_child_notice(session_id: str) -> str:
+    """The line an operator reads (on stderr) for a child that was still running when its
+    harness closed (`Harness.interrupted_children`)."""
+    return (
+        f"child session {session_id} was still running; resume it with "
+        f"dsh run --resume {session_id}"
+    )
+
+
 def _hook_limits(hooks: HooksConfig) -> LocalBashConfig:
     """The hook executor's limits: the hooks' own timeouts (never the model's bash cap) and room
     for a hook's JSON answer."""
@@ -815,6 +850,7 @@ BUILT_IN_TOOL_NAMES = (
     "grep",
     "session_status",
     "session_create",
+    "session_result",
 )
 """Every tool the harness itself may offer (a test keeps this list true)."""
 

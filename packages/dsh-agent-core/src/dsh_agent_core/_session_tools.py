@@ -1,24 +1,33 @@
-"""The session tools agents get: ``session_status`` (inspection only) and ``session_create``."""
+"""The session tools agents get: ``session_status`` (inspection only), ``session_create``
+and ``session_result``."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dsh_agent import CancelCause
 from dsh_agent_core._errors import ChildWorkspaceError
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_loop import LoopAgent
+from dsh_session import SessionEvent
 from dsh_tools import ToolDefinition, ToolError, ToolExecution
 
 __all__ = [
+    "ChildFailedError",
     "ChildWorkspaceRefusedError",
     "ModelChoice",
     "SessionCreateArgs",
     "SessionCreateTool",
     "SessionHost",
+    "SessionResultArgs",
+    "SessionResultTool",
     "SessionStatusArgs",
     "SessionStatusTool",
 ]
@@ -34,6 +43,14 @@ class SessionHost(Protocol):
 
     async def status(self, recent_n: int = 50) -> list[SessionStatusRow]:
         """The ``recent_n`` most recently updated sessions, live ones merged in."""
+        ...
+
+    def get(self, session_id: str) -> LoopAgent | None:
+        """The live agent of ``session_id``, if any."""
+        ...
+
+    async def session_events(self, session_id: str) -> Sequence[SessionEvent] | None:
+        """The events of ``session_id`` (live or stored; ``None`` when neither)."""
         ...
 
     async def create(
@@ -108,7 +125,8 @@ class ModelChoice(BaseModel):
 
 
 class SessionCreateArgs(BaseModel):
-    """``{prompt, preset?, model?, cwd?}``."""
+    """``{prompt, preset?, model?, cwd?, background?}`` (``background`` default false: wait
+    for the child's answer)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -116,6 +134,110 @@ class SessionCreateArgs(BaseModel):
     preset: str | None = None
     model: ModelChoice | None = None
     cwd: str | None = None
+    background: bool = False
+
+
+class ChildFailedError(ToolError):
+    """The error result of a child whose turn did not complete: it failed
+    (``SESSION_CHILD_FAILED``), was cancelled (``SESSION_CHILD_CANCELLED``) or was blocked by a
+    hook (``SESSION_CHILD_BLOCKED``). The message names the child session, its log and why."""
+
+    default_code: ClassVar[str] = "SESSION_CHILD_FAILED"
+
+
+def _describe(session_id: str, session_path: str | None) -> str:
+    where = f" (log: {session_path})" if session_path is not None else ""
+    return f"child session {session_id}{where}"
+
+
+def _data(event: SessionEvent) -> dict[str, Any]:
+    data = event.to_wire().get("data")
+    return data if isinstance(data, dict) else {}
+
+
+def _turn_end(events: Sequence[SessionEvent], turn: int | None = None) -> SessionEvent | None:
+    """The ``turn/end`` of ``turn`` (default: the last one) in ``events``."""
+    for event in reversed(events):
+        if event.type == "turn/end" and (turn is None or _data(event).get("turn") == turn):
+            return event
+    return None
+
+
+def _final_text(events: Sequence[SessionEvent], turn: int) -> str:
+    """The text of the last complete assistant message of ``turn``."""
+    for event in reversed(events):
+        if event.type != "assistant/message":
+            continue
+        data = _data(event)
+        if data.get("turn") != turn or data.get("interrupted"):
+            continue
+        blocks = data.get("content") or []
+        return "".join(
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _outcome(
+    events: Sequence[SessionEvent], end: SessionEvent, session_id: str, path: str | None
+) -> str:
+    """The tool result of a child turn that ended with ``end``: its final answer, or raises
+    `ChildFailedError` saying why there is none."""
+    turn = _data(end).get("turn")
+    reason = _data(end).get("reason") or {}
+    kind = reason.get("kind")
+    who = _describe(session_id, path)
+    if kind in ("completed", "max-tokens"):
+        text = _final_text(events, turn) if isinstance(turn, int) else ""
+        cut = " (its answer was cut off at its token limit)" if kind == "max-tokens" else ""
+        return f"{who} finished{cut}. Its final answer:\n\n{text}"
+    if kind == "aborted":
+        cause = (reason.get("reason") or {}).get("kind", "user")
+        raise ChildFailedError(
+            f"{who} was cancelled ({cause}) before it answered; resume it with "
+            f"dsh run --resume {session_id}",
+            code="SESSION_CHILD_CANCELLED",
+        )
+    if kind == "blocked":
+        raise ChildFailedError(
+            f"{who} was blocked by a hook before it answered", code="SESSION_CHILD_BLOCKED"
+        )
+    if kind == "interrupted":
+        raise ChildFailedError(
+            f"{who} was interrupted (its process ended) before it answered; resume it with "
+            f"dsh run --resume {session_id}",
+            code="SESSION_CHILD_CANCELLED",
+        )
+    error = reason.get("error") or {}
+    detail = error.get("message") or json.dumps(reason, ensure_ascii=False)
+    code = f" [{error['code']}]" if error.get("code") else ""
+    raise ChildFailedError(f"{who} failed{code}: {detail}")
+
+
+async def _first_turn_end(agent: LoopAgent) -> SessionEvent | None:
+    """Wait for the ``turn/end`` of ``agent``'s first turn (``None``: it went idle or closed
+    without one)."""
+    session = agent.session
+    ended: asyncio.Future[SessionEvent] = asyncio.get_running_loop().create_future()
+
+    def seen(event: SessionEvent) -> None:
+        if event.type == "turn/end" and not ended.done():
+            ended.set_result(event)
+
+    subscription = session.subscribe(seen)
+    try:
+        found = _turn_end(session.events)
+        if found is not None:
+            return found
+        idle: asyncio.Future[Any] = asyncio.ensure_future(agent.wait_idle())
+        waiting: list[asyncio.Future[Any]] = [ended, idle]
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+        return ended.result() if ended.done() else None
+    finally:
+        subscription.close()
 
 
 class ChildWorkspaceRefusedError(ToolError):
@@ -128,7 +250,13 @@ class ChildWorkspaceRefusedError(ToolError):
 
 
 class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
-    """Starts a fresh agent on a prompt and returns once the prompt is accepted.
+    """Starts a fresh agent on a prompt and, by default, waits for its answer (Claude Code's
+    Task tool): the result names the child session and its log, then gives the child's final
+    assistant text (a long one is spilled like any tool result). A child whose turn failed, was
+    cancelled or was blocked gives a `ChildFailedError` result saying so. Cancelling the
+    caller's turn cancels the waiting child (cause ``parent``), whose log keeps the interrupted
+    turn and can be resumed. With ``background: true`` it returns once the prompt is accepted
+    (``{session_id, status, session_path?}``); `SessionResultTool` collects the answer.
 
     A child is never confined less than its caller: a ``cwd`` the caller may not write (outside
     its workspace and writable roots, or under a protected path) is an escalation. It is asked
@@ -139,12 +267,15 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
 
     name = "session_create"
     description = (
-        "Start a new DSH session (a separate agent) working on `prompt`, and return its "
-        "session_id and session_path at once; it runs on its own. It inherits your working "
-        "directory, model and preset unless you give cwd, model ({provider, model}) or preset. "
-        "It runs in your sandbox mode; a cwd must lie inside your workspace (a relative one is "
-        "relative to it); one outside needs the user's approval. Follow it with "
-        "session_status."
+        "Start a new DSH session (a separate agent, a subagent) working on `prompt`. By "
+        "default the call waits until the child's turn ends and returns its final answer "
+        "with its session_id and log path; delegate a self-contained task and say in the "
+        "prompt what the answer must contain. With background: true it returns session_id "
+        "and session_path at once and the child runs on its own: collect its answer later "
+        "with session_result. It inherits your working directory, model and preset unless "
+        "you give cwd, model ({provider, model}) or preset. It runs in your sandbox mode; a "
+        "cwd must lie inside your workspace (a relative one is relative to it); one outside "
+        "needs the user's approval."
     )
     parameters = SessionCreateArgs
 
@@ -200,7 +331,76 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
             except Exception as error:
                 raise ToolError(str(error), code="SESSION_CREATE_FAILED") from error
         row = await self._harness.status_of(agent.id)
+        if not args.background:
+            return await self._wait(agent, row.session_path)
         result: dict[str, Any] = {"session_id": agent.id, "status": row.status}
         if row.session_path is not None:
             result["session_path"] = row.session_path
         return json.dumps(result, ensure_ascii=False)
+
+    async def _wait(self, child: LoopAgent, path: str | None) -> str:
+        """The child's answer once its first turn ends; a cancel of the caller cancels it."""
+        try:
+            end = await _first_turn_end(child)
+        except asyncio.CancelledError:
+            child.cancel(CancelCause("parent"))
+            with contextlib.suppress(Exception):
+                await asyncio.shield(child.wait_idle())
+            raise
+        if end is None:
+            raise ChildFailedError(
+                f"{_describe(child.id, path)} ended without running its turn (it was closed)",
+                code="SESSION_CHILD_CANCELLED",
+            )
+        return _outcome(child.session.events, end, child.id, path)
+
+
+class SessionResultArgs(BaseModel):
+    """``{session_id}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(min_length=1)
+
+
+class SessionResultTool(ToolDefinition[SessionResultArgs]):
+    """A session's latest answer: for a ``session_create`` child started with ``background:
+    true``, ``{session_id, status: "running", session_path?}`` while its turn runs, then its
+    final assistant text as the waiting form returns it (or a `ChildFailedError` result saying
+    why there is none). Never resumes, calls a model or writes."""
+
+    name = "session_result"
+    description = (
+        "Collect the answer of a session you started with session_create background: true "
+        "(or any session by session_id): while it is still running, its status; once its "
+        "turn has ended, its final answer (or why it has none). Never waits and never "
+        "changes the session; call it again later if it is still running."
+    )
+    parameters = SessionResultArgs
+
+    def __init__(self, harness: SessionHost) -> None:
+        self._harness = harness
+
+    def is_concurrency_safe(self, args: SessionResultArgs) -> bool:
+        """Reading a result is safe alongside other calls."""
+        return True
+
+    async def execute(self, args: SessionResultArgs, execution: ToolExecution) -> str:
+        """The status while running, else the last turn's answer."""
+        row = await self._harness.status_of(args.session_id)
+        if row.status == "missing":
+            raise ToolError(
+                f"no session {args.session_id!r} (neither live nor stored)",
+                code="SESSION_NOT_FOUND",
+            )
+        if row.status == "running":
+            running: dict[str, Any] = {"session_id": args.session_id, "status": "running"}
+            if row.session_path is not None:
+                running["session_path"] = row.session_path
+            return json.dumps(running, ensure_ascii=False)
+        events = await self._harness.session_events(args.session_id) or ()
+        end = _turn_end(events)
+        who = _describe(args.session_id, row.session_path)
+        if end is None:
+            raise ToolError(f"{who} has not run a turn yet", code="SESSION_NO_RESULT")
+        return _outcome(events, end, args.session_id, row.session_path)
