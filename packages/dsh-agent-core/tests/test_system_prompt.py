@@ -410,7 +410,11 @@ system = "Tabs\\tand \\"quotes\\" and \\u00e9\\n"
 base_url = "http://127.0.0.1:9/v1"
 context_windows = { "llama3.1:8b" = 8192, "qwen2.5-coder" = 131072, "a b" = 5, "" = 7, "é" = 9 }
 headers = { "X-Dotted.Name" = "v" }
-extra_body = { "options.num_ctx" = 4096, nested = { "k:v" = [1, 2], list = [{ a = 1 }] }, mixed = [1, { "a.b" = 1 }], deep = [[{ b = 2 }]] }
+[providers.local.extra_body]
+"options.num_ctx" = 4096
+nested = { "k:v" = [1, 2], list = [{ a = 1 }] }
+mixed = [1, { "a.b" = 1 }]
+deep = [[{ b = 2 }]]
 [providers."my.server:8080"]
 base_url = "http://127.0.0.1:9/v1"
 [models."local:qwen2.5-coder"]
