@@ -183,8 +183,12 @@ def test_sessions_list_shows_the_most_recent_first_with_a_limit(dsh: Dsh) -> Non
     first, second = dsh.demo(), dsh.demo()
     rows = dsh.json("sessions", "list", "--json")
     assert [r["session_id"] for r in rows] == [second["session_id"], first["session_id"]]
+    totals = [row.pop("totals") for row in rows]  # the usage totals (issue 33, 4)
     assert rows == [second, first]
-    assert dsh.json("sessions", "list", "--limit", "1", "--json") == [second]
+    assert all(t["calls"] >= 1 and t["cost_usd"] is None for t in totals), totals
+    (latest,) = dsh.json("sessions", "list", "--limit", "1", "--json")
+    assert latest.pop("totals") == totals[0]
+    assert latest == second
     table = dsh.ok("sessions", "list").stdout.decode()
     assert first["session_id"] in table
     assert second["session_id"] in table

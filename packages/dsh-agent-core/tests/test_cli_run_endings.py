@@ -340,8 +340,7 @@ def test_each_turn_prints_its_usage_and_cost(dsh: Dsh, server: _Server) -> None:
     assert show.returncode == 0, show.stderr
     last = show.stdout.decode().rstrip("\n").splitlines()[-1]
     assert last == (
-        "totals: 1 model calls · tokens in 1,200 (cached 1,000), out 30 (reasoning 10)"
-        " · cost $0.0004"
+        "totals: tokens in 1,200 (cached 1,000), out 30 (reasoning 10) · cost $0.0004"
     ), last
 
     listed = dsh("sessions", "list", "--json")

@@ -118,7 +118,7 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
             events = await handle.read(0)
             render_transcript(out, handle.header, events)
             totals = session_totals(events, _prices(config))
-            out.print(f"totals: {totals.calls} model calls · {totals_text(totals)}", markup=False)
+            out.print(f"totals: {totals_text(totals)}", markup=False)
     finally:
         await persistence.aclose()
 

@@ -30,7 +30,7 @@ def _count(usage: dict[str, Any], key: str) -> int:
 @dataclass
 class UsageTotals:
     """Tokens and cost of some model calls. ``cost_usd`` is ``None`` when a call's model has
-    no known prices (a partial sum would read as the whole); ``context`` is the size of the
+    no known prices or a call reported no usage (a partial sum would read as the whole); ``context`` is the size of the
     latest call (request and answer: what the next request starts from) and ``route`` its
     ``(provider, model)``."""
 
@@ -59,6 +59,7 @@ class UsageTotals:
         usage = data.get("usage")
         if not isinstance(usage, dict):
             self.unreported += 1
+            self.cost_usd = None  # what it cost is unknown, so is the sum
             return
         fresh, read = _count(usage, "inputTokens"), _count(usage, "cacheReadTokens")
         write, output = _count(usage, "cacheWriteTokens"), _count(usage, "outputTokens")
@@ -122,18 +123,24 @@ def _cost(cost: float) -> str:
     return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
+def _calls(count: int) -> str:
+    return f"{count} model call" if count == 1 else f"{count} model calls"
+
+
 def _tokens_text(totals: UsageTotals) -> str:
+    if totals.unreported == totals.calls:
+        return f"tokens: not reported by the server ({_calls(totals.calls)})"
     read = totals.cache_read_tokens
     text = f"tokens in {totals.input_tokens + read + totals.cache_write_tokens:,}"
     text += f" (cached {read:,}), out {totals.output_tokens:,}"
     text += f" (reasoning {totals.reasoning_tokens:,})"
     if totals.unreported:
-        text += f" · {totals.unreported} call(s) reported no usage"
+        text += f" · {_calls(totals.unreported)} without usage"
     return text
 
 
 def _cost_text(totals: UsageTotals) -> str:
-    if totals.cost_usd is None or totals.calls == totals.unreported:
+    if totals.cost_usd is None:
         return ""
     return f" · cost {_cost(totals.cost_usd)}"
 
