@@ -30,9 +30,9 @@ def _count(usage: dict[str, Any], key: str) -> int:
 @dataclass
 class UsageTotals:
     """Tokens and cost of some model calls. ``cost_usd`` is ``None`` when a call's model has
-    no known prices or a call reported no usage (a partial sum would read as the whole); ``context`` is the size of the
-    latest call (request and answer: what the next request starts from) and ``route`` its
-    ``(provider, model)``."""
+    no known prices or a call reported no usage (a partial sum would read as the whole);
+    ``context`` is the size of the latest call (request and answer: what the next request
+    starts from) and ``route`` its ``(provider, model)``."""
 
     calls: int = 0
     unreported: int = 0
