@@ -213,7 +213,9 @@ async def test_parent_and_child_agents_get_their_own_ids_in_overlapping_bash_cal
         {
             parent_prompt: ScriptedModel(
                 [
-                    tool_call_response(("p1", "session_create", {"prompt": child_prompt})),
+                    tool_call_response(
+                        ("p1", "session_create", {"prompt": child_prompt, "background": True})
+                    ),
                     tool_call_response(("p2", "bash", bash(rendezvous(marks, "parent", "child")))),
                     text_response("Parent done."),
                 ]
@@ -479,7 +481,43 @@ async def test_status_never_resumes_calls_a_model_or_writes(home: Path, workspac
 # -- session_create ---------------------------------------------------------------------------
 
 
-async def test_session_create_canonicalizes_a_symlinked_cwd_and_returns_once_accepted(
+async def test_session_create_waits_for_the_childs_answer_from_its_sandboxed_bash(
+    home: Path, workspace: Path
+) -> None:
+    parent_prompt, child_prompt = "PARENT: ask a child", "CHILD: where are you?"
+    model = ByPrompt(
+        {
+            parent_prompt: ScriptedModel(
+                [
+                    tool_call_response(("p1", "session_create", {"prompt": child_prompt})),
+                    text_response("It answered."),
+                ]
+            ),
+            child_prompt: ScriptedModel(
+                [
+                    tool_call_response(("c1", "bash", bash("echo here-$DSH_SESSION_ID"))),
+                    text_response("I ran it and I am done."),
+                ]
+            ),
+        }
+    )
+    async with harness_of(config_of(home), model) as harness:
+        parent = await harness.create(model=ROUTE, cwd=workspace)
+        await run_turn(parent, parent_prompt)
+        (child,) = [a for a in harness.live() if a.id != parent.id]
+        # the child's turn had ended when the parent's call returned, inside one parent turn
+        assert data(child.session.events[-1]) == {"turn": 1, "reason": {"kind": "completed"}}
+        assert result_texts(child)["c1"] == f"here-{child.id}\n"
+        path = (await harness.status_of(child.id)).session_path
+        answer = result_texts(parent)["p1"]
+        assert answer == (
+            f"child session {child.id} (log: {path}) finished. Its final answer:\n\n"
+            "I ran it and I am done."
+        )
+        assert result_errors(parent)["p1"] is False
+
+
+async def test_background_session_create_canonicalizes_its_cwd_and_returns_at_once(
     home: Path, workspace: Path, tmp_path: Path
 ) -> None:
     # inside the parent's workspace: a child is never confined less than its parent
@@ -494,7 +532,11 @@ async def test_session_create_canonicalizes_a_symlinked_cwd_and_returns_once_acc
             parent_prompt: ScriptedModel(
                 [
                     tool_call_response(
-                        ("p1", "session_create", {"prompt": child_prompt, "cwd": str(link)}),
+                        (
+                            "p1",
+                            "session_create",
+                            {"prompt": child_prompt, "cwd": str(link), "background": True},
+                        ),
                         ("p2", "session_create", {"prompt": child_prompt, "cwd": str(missing)}),
                         ("p3", "session_create", {"prompt": child_prompt, "preset": "nope"}),
                     ),
@@ -545,12 +587,13 @@ async def test_a_child_inherits_cwd_model_and_preset_and_its_header_records_the_
         "prompt": prompts["other"],
         "cwd": str(elsewhere),
         "model": {"provider": "test", "model": "other-model"},
+        "background": True,
     }
     scripts = {
         prompts["parent"]: ScriptedModel(
             [
                 tool_call_response(
-                    ("p1", "session_create", {"prompt": prompts["child"]}),
+                    ("p1", "session_create", {"prompt": prompts["child"], "background": True}),
                     ("p2", "session_create", other_args),
                 ),
                 text_response("Delegated."),
@@ -558,7 +601,9 @@ async def test_a_child_inherits_cwd_model_and_preset_and_its_header_records_the_
         ),
         prompts["child"]: ScriptedModel(
             [
-                tool_call_response(("c1", "session_create", {"prompt": prompts["grandchild"]})),
+                tool_call_response(
+                    ("c1", "session_create", {"prompt": prompts["grandchild"], "background": True})
+                ),
                 text_response("Delegated too."),
             ]
         ),
