@@ -17,7 +17,7 @@ from rich.text import Text
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
-from dsh_agent_core._harness import Harness, compose
+from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
 from dsh_agent_core._instructions import instruction_files
 from dsh_agent_core._permissions import (
     approval_of,
@@ -169,6 +169,7 @@ async def run(
         sandbox["approval"] = approval
     config = state.config(**({"sandbox": sandbox} if sandbox else {}))
     ending: list[tuple[str, str | None]] = []  # printed on every ending, signals included
+    harness: Harness | None = None
     try:
         async with shutdown_on_signals(compose(config)) as harness:
             agent = await _run_agent(
@@ -184,6 +185,8 @@ async def run(
     finally:
         for session_id, session_path in ending:
             _print_ending(session_id, session_path)
+        for child_id in harness.interrupted_children if harness is not None else ():
+            err.print(interrupted_child_notice(child_id), markup=False)
     if not isinstance(reason, dict) or reason.get("kind") not in ("completed", "max-tokens"):
         sys.exit(1)
 
