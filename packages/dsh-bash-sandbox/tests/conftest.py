@@ -140,6 +140,12 @@ def inner() -> FakeInner:
 
 
 @pytest.fixture(autouse=True)
+def _own_placeholder_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Placeholders are recorded under the test's folder, never in the user's state folder."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_probes() -> None:
     """Each test probes its bwrap anew (fake scripts live at per-test paths anyway)."""
     clear_probe_cache()

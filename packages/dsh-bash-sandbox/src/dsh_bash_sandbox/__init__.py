@@ -29,6 +29,7 @@ from dsh_bash_sandbox._executor import (
     SandboxExecutor,
     looks_sandbox_denied,
 )
+from dsh_bash_sandbox._placeholders import PlaceholderRegistry, default_registry_dir
 from dsh_bash_sandbox._probe import (
     FIX_CONFINE,
     FIX_INSTALL,
@@ -60,10 +61,12 @@ __all__ = [
     "MountSource",
     "MountSources",
     "PathKind",
+    "PlaceholderRegistry",
     "SandboxExecutor",
     "SandboxProbe",
     "bwrap_argv",
     "clear_probe_cache",
+    "default_registry_dir",
     "find_bwrap",
     "find_nested_protected",
     "host_kind",

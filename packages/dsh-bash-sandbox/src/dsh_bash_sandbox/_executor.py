@@ -22,7 +22,12 @@ from dsh_bash_sandbox._argv import (
     shell_line,
     signal_from_status,
 )
-from dsh_bash_sandbox._placeholders import PlaceholderHold, is_placeholder
+from dsh_bash_sandbox._placeholders import (
+    PlaceholderHold,
+    PlaceholderRegistry,
+    default_registry_dir,
+    is_placeholder,
+)
 from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
 from dsh_bash_sandbox._sources import MountSources
@@ -200,6 +205,9 @@ class SandboxExecutor:
     command may write — a confined command could have replaced it. A protected path missing
     from a writable root (no ``.claude`` yet) is held by an empty read-only placeholder while
     the command runs, so it cannot be created either; the placeholder is removed afterwards.
+    Each one made is recorded in ``placeholder_registry`` (default `default_registry_dir`) and
+    every executor sweeps that registry when it starts: a placeholder whose holders were all
+    killed (``kill -9`` of the harness) is removed then (`PlaceholderRegistry.sweep`).
     Each session (``DSH_SESSION_ID`` in ``dsh_env``, else the
     workspace) gets a private 0700 ``$TMPDIR`` under ``temp_root`` (default: the system temp
     directory), writable in both confined modes and removed by `aclose` (which also closes
@@ -225,6 +233,7 @@ class SandboxExecutor:
         shell: str = "/bin/bash",
         temp_root: Path | None = None,
         workspace_pins: WorkspacePinLookup | None = None,
+        placeholder_registry: Path | None = None,
     ) -> None:
         if policy is not None and not isinstance(policy, SandboxPolicy):
             raise ShellValueError("policy", policy, "a SandboxPolicy or None")
@@ -250,6 +259,8 @@ class SandboxExecutor:
         self.workspace_pins = workspace_pins
         self._pinned_fds: dict[WorkspacePin, int] = {}
         self._fd_finalizer = weakref.finalize(self, _close_all, self._pinned_fds)
+        self.placeholders = PlaceholderRegistry(placeholder_registry or default_registry_dir())
+        self.placeholders.sweep()  # placeholders left by a harness that was killed
 
     def probe(self, workspace: Path | None = None) -> SandboxProbe:
         """`probe_sandbox` of this executor's ``bwrap``, refused inside the writable roots of
@@ -354,7 +365,7 @@ class SandboxExecutor:
         return ConfinedProcess(process, hold)
 
     def _hold_placeholders(self, policy: SandboxPolicy) -> PlaceholderHold:
-        hold = PlaceholderHold()
+        hold = PlaceholderHold(self.placeholders)
         try:
             for path in _missing_protected(policy):
                 hold.hold(path)
