@@ -108,6 +108,35 @@ async def test_session_create_waits_for_the_childs_answer_by_default(tmp_path: P
         assert child.status == "idle"
 
 
+async def test_children_asked_in_one_answer_work_side_by_side(tmp_path: Path) -> None:
+    asked: list[str] = []
+    both = asyncio.Event()
+
+    async def meet(request: Any) -> Any:
+        """Answer once both children are in their model call: never if they ran in turn."""
+        prompt = request.messages[-1].content[0].text
+        asked.append(prompt)
+        if len(asked) == 2:
+            both.set()
+        await asyncio.wait_for(both.wait(), 60)  # a safety net: fails the child, not the run
+        return text_response(f"done: {prompt}")
+
+    calls = [
+        ("c1", "session_create", json.dumps({"prompt": "first", "model": CHILD})),
+        ("c2", "session_create", json.dumps({"prompt": "second", "model": CHILD})),
+    ]
+    parent_model = ScriptedModel([tool_call_response(*calls), text_response("both answered")])
+    models = {"scripted": parent_model, "child": ScriptedModel([meet, meet])}
+    async with compose(configured(tmp_path / "home"), models=models) as harness:
+        parent = await harness.create("ask two children", model="scripted:m", cwd=tmp_path)
+        await parent.wait_idle()
+        first, second = results(parent_model)
+        assert not first.is_error
+        assert not second.is_error
+        assert text(first).endswith("Its final answer:\n\ndone: first")
+        assert text(second).endswith("Its final answer:\n\ndone: second")
+
+
 async def test_a_long_answer_is_spilled_and_the_child_is_named_first(tmp_path: Path) -> None:
     answer = "word " * 40_000  # 200 KB: over the inline cap
     parent_model = ScriptedModel([create("c1", "Write a lot."), text_response("ok")])

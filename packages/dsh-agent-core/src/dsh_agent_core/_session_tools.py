@@ -282,6 +282,12 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
     def __init__(self, harness: SessionHost) -> None:
         self._harness = harness
 
+    def is_concurrency_safe(self, args: SessionCreateArgs) -> bool:
+        """Children in the caller's own cwd run side by side (several calls in one answer
+        wait for their children together); a call with a ``cwd`` may ask for approval, so it
+        runs alone."""
+        return args.cwd is None
+
     async def execute(self, args: SessionCreateArgs, execution: ToolExecution) -> str:
         """Create the agent, queue the prompt, report the new session."""
         caller = execution.caller
