@@ -213,3 +213,63 @@ async def test_a_folder_of_the_workspace_linked_outside_before_spawn_binds_nothi
     assert not (sub / "a.moved" / ".git" / "hooks").exists()  # the guarded folder stayed read-only
     assert code != 0 or (sub / "a.moved" / "victim.txt").exists()
     await executor.aclose()
+
+
+class SwapAfterVerify(WorkspacePin):
+    """A pin whose check passes and then, once armed, lets a concurrent sibling swap the
+    workspace: everything the sandbox looks up after the check sees the swapped folder."""
+
+    swap: Any = None
+
+    def verify(self, *, session_id: str | None = None) -> None:
+        super().verify(session_id=session_id)
+        swap, SwapAfterVerify.swap = SwapAfterVerify.swap, None
+        if swap is not None:
+            swap()
+
+
+@pytest.mark.parametrize("swapped_for", ["a link", "a folder"])
+async def test_a_workspace_swapped_while_the_command_is_prepared_binds_nothing_outside(
+    inner: FakeInner, tree: tuple[Path, Path], swapped_for: str
+) -> None:
+    # The workspace is swapped right after its pin was verified (so the mounts are worked out
+    # on the swapped folder) and swapped back right before the spawn (so the pin still holds).
+    sub, outside = tree
+    for name in (".git", ".claude", ".codex", ".dsh", "a/.git"):
+        (sub / name).mkdir(parents=True)
+    target = _decoy(outside)
+    evil = sub.with_name("evil")
+    if swapped_for == "a link":  # the workspace's name leads outside, to a/.git there
+        evil.symlink_to(outside)
+    else:  # a folder shaped like it whose a/ links outside
+        for name in (".git", ".claude", ".codex", ".dsh"):
+            (evil / name).mkdir(parents=True)
+        (evil / "a").symlink_to(target)
+    aside = sub.with_name("aside")
+
+    def swap() -> None:
+        sub.rename(aside)
+        evil.rename(sub)
+
+    def swap_back() -> None:
+        sub.rename(evil)
+        aside.rename(sub)
+
+    pin = SwapAfterVerify(*vars_of(WorkspacePin.of(sub)))
+    executor = SandboxExecutor(inner, workspace_pins={"s-1": pin}.get)
+    await executor.run(executor.resolve(request(sub, "true")))  # the pin's descriptor is open
+    executor.inner = SwapInsideBeforeSpawn(inner, swap_back)
+    SwapAfterVerify.swap = swap
+    command = "echo PWNED > a/victim.txt; mkdir a/.git/hooks; mkdir .git/hooks"
+    result = await executor.run(executor.resolve(request(sub, command)))
+    assert SwapAfterVerify.swap is None  # the swap happened
+    assert (target / "victim.txt").read_text() == "original\n"
+    assert list((target / ".git").iterdir()) == []
+    assert list((sub / "a" / ".git").iterdir()) == []  # the guarded folders stayed read-only
+    assert list((sub / ".git").iterdir()) == []
+    assert result.exit_code != 0
+    await executor.aclose()
+
+
+def vars_of(pin: WorkspacePin) -> tuple[Path, int, int]:
+    return pin.path, pin.device, pin.inode

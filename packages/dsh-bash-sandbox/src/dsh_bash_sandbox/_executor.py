@@ -10,7 +10,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -18,7 +18,11 @@ from typing import Final
 from dsh_bash_sandbox._argv import (
     SECCOMP_FD,
     WORKSPACE_FD,
+    PathKind,
     bwrap_argv,
+    find_nested_protected,
+    host_kind,
+    host_realpath,
     shell_line,
     signal_from_status,
 )
@@ -30,7 +34,7 @@ from dsh_bash_sandbox._placeholders import (
 )
 from dsh_bash_sandbox._probe import FIX_OUTSIDE, SandboxProbe, probe_sandbox
 from dsh_bash_sandbox._seccomp import seccomp_filter
-from dsh_bash_sandbox._sources import MountSources
+from dsh_bash_sandbox._sources import MountSources, PinnedView
 from dsh_shell import (
     ProcessRead,
     ProcessStatus,
@@ -221,7 +225,10 @@ class SandboxExecutor:
     another directory, ``run`` and ``start`` raise `WorkspaceChangedError` and nothing runs.
     The workspace is then bound from a descriptor of the pinned directory (``bwrap
     --bind-fd``, held by the executor until `aclose`), never by name, so a rename between the
-    check and the spawn cannot re-point it either (bwrap then fails to mount: closed).
+    check and the spawn cannot re-point it either (bwrap then fails to mount: closed). Every
+    other mount at or below a writable root comes from a descriptor too (`MountSources`), and
+    below a pinned workspace the mounts are worked out through the pin's descriptor, never
+    through its name.
     """
 
     def __init__(
@@ -475,8 +482,13 @@ class SandboxExecutor:
         """``spec`` re-targeted to run under ``bwrap``; every mount source at or below a
         writable root is opened into ``sources`` (the caller closes it once the command has
         ended), from the pinned workspace's descriptor ``pinned`` below the workspace."""
+        kind: Callable[[Path], PathKind] = host_kind
+        realpath: Callable[[Path], Path] = host_realpath
+        nested: Callable[[Path, tuple[str, ...]], list[Path]] = find_nested_protected
         if pinned is not None and policy.workspace is not None:
             sources.borrow(policy.workspace, pinned)
+            view = PinnedView(policy.workspace, pinned)  # never through the workspace's name
+            kind, realpath, nested = view.kind, view.realpath, view.nested
         rules = self._seccomp_file()
         argv = bwrap_argv(
             policy,
@@ -487,6 +499,9 @@ class SandboxExecutor:
             seccomp_fd=SECCOMP_FD if rules is not None else None,
             workspace_fd=WORKSPACE_FD if pinned is not None else None,
             sources=sources,
+            kind=kind,
+            realpath=realpath,
+            nested=nested,
         )
         pid = os.getpid()
         source = f"/proc/{pid}/fd/{pinned}" if pinned is not None else None

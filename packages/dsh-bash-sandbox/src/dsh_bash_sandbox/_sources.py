@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 from typing import Final, Literal
 
+from dsh_bash_sandbox._argv import PathKind, find_nested_protected, host_kind, host_realpath
 from dsh_shell import SandboxUnavailableError
 
 FIRST_SOURCE_FD: Final = 10
@@ -24,6 +25,80 @@ FIRST_SOURCE_FD: Final = 10
 
 MAX_SOURCE_FDS: Final = 512
 """How many mount sources one command may have (each is an open descriptor until it ends)."""
+
+_MAX_LINKS = 40
+
+
+class PinnedView:
+    """Paths below a pinned workspace, looked up through its descriptor, never through its
+    name: the pinned ``root`` (its real path) and ``fd`` (a descriptor of it this process
+    holds). The kernel follows ``/proc/self/fd/<fd>`` to that very directory, so a workspace
+    swapped after the pin was verified cannot change what these see. Paths not below ``root``
+    are looked up on the host as usual."""
+
+    def __init__(self, root: Path, fd: int) -> None:
+        self.root = root
+        self.fd = fd
+        self.view = Path(f"/proc/self/fd/{fd}")
+
+    def _below(self, path: Path) -> tuple[str, ...] | None:
+        parts = Path(path).parts
+        if parts[: len(self.root.parts)] != self.root.parts:
+            return None
+        return parts[len(self.root.parts) :]
+
+    def kind(self, path: Path) -> PathKind:
+        """`host_kind` of ``path``, below the root through the descriptor."""
+        below = self._below(path)
+        return host_kind(path if below is None else self.view.joinpath(*below))
+
+    def realpath(self, path: Path) -> Path:
+        """`host_realpath` of ``path``; below the root each symlink is read through the
+        descriptor (one that leads out of the root continues on the host)."""
+        below = self._below(path)
+        if below is None:
+            return host_realpath(path)
+        parts = list(below)
+        done: list[str] = []
+        links = 0
+        while parts:
+            part = parts.pop(0)
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not done:  # out of the root: the rest is the host's
+                    return host_realpath(self.root.parent.joinpath(*parts))
+                done.pop()
+                continue
+            here = "/".join([*done, part])
+            try:
+                facts = os.lstat(here, dir_fd=self.fd)
+            except OSError:  # missing (or unreadable): the rest as written
+                return self.root.joinpath(*done, part, *parts)
+            if not stat.S_ISLNK(facts.st_mode):
+                done.append(part)
+                continue
+            links += 1
+            if links > _MAX_LINKS:
+                return self.root.joinpath(*done, part, *parts)
+            target = Path(os.readlink(here, dir_fd=self.fd))
+            if target.is_absolute():
+                inside = self._below(target)
+                if inside is None:
+                    return host_realpath(target.joinpath(*parts))
+                done, parts = [], [*inside, *parts]
+            else:
+                parts = [*target.parts, *parts]
+        return self.root.joinpath(*done)
+
+    def nested(self, base: Path, names: tuple[str, ...]) -> list[Path]:
+        """`find_nested_protected` of ``base``, below the root through the descriptor."""
+        below = self._below(base)
+        if below is None:
+            return find_nested_protected(base, names)
+        found = find_nested_protected(self.view.joinpath(*below), names)
+        return [self.root / path.relative_to(self.view) for path in found]
+
 
 _FIX_CHANGED = (
     "run the command again; if it keeps failing, look at what replaced that path (a "
