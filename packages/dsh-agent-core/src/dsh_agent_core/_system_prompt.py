@@ -7,7 +7,7 @@ built-in tool, the sandbox and how to ask for more, where project instructions a
 from, the managed ``DSH_*`` variables, and short answers. It is logged in the request header
 like any system prompt, so a logged request rebuilds as it was sent.
 
-Size: 2,258 characters, about 570 tokens by ``dsh_compaction``'s estimate (a quarter of the
+Size: 2,366 characters, about 600 tokens by ``dsh_compaction``'s estimate (a quarter of the
 length; a test keeps it under 800).
 """
 
@@ -36,8 +36,9 @@ run_in_background: true; follow them with job_output, job_list and job_kill, and
 started.
 - A result that is too long is cut: you get its head and tail and the path of a file holding \
 all of it. Read that file in parts (read with an offset, or grep it) when you need the middle.
-- session_create starts a helper agent in its own session for a separate piece of work; \
-session_status tells how sessions are doing.
+- session_create hands a separate piece of work to a helper agent in its own session and \
+returns its answer; with background: true it returns at once and session_result collects the \
+answer later. session_status tells how sessions are doing.
 
 Sandbox and approval: the runtime-context message states this session's file policy and \
 approval policy; follow it. Commands usually run confined (writes only in the workspace and \
