@@ -229,13 +229,16 @@ class SwapAfterVerify(WorkspacePin):
 
 
 @pytest.mark.parametrize("swapped_for", ["a link", "a folder"])
+@pytest.mark.parametrize("claude", ["present", "missing"])
 async def test_a_workspace_swapped_while_the_command_is_prepared_binds_nothing_outside(
-    inner: FakeInner, tree: tuple[Path, Path], swapped_for: str
+    inner: FakeInner, tree: tuple[Path, Path], swapped_for: str, claude: str
 ) -> None:
     # The workspace is swapped right after its pin was verified (so the mounts are worked out
     # on the swapped folder) and swapped back right before the spawn (so the pin still holds).
+    # A missing .claude is held by a placeholder in the pinned folder, not in the swapped one.
     sub, outside = tree
-    for name in (".git", ".claude", ".codex", ".dsh", "a/.git"):
+    names = (".git", ".codex", ".dsh", "a/.git")
+    for name in names if claude == "missing" else (*names, ".claude"):
         (sub / name).mkdir(parents=True)
     target = _decoy(outside)
     evil = sub.with_name("evil")
@@ -260,13 +263,14 @@ async def test_a_workspace_swapped_while_the_command_is_prepared_binds_nothing_o
     await executor.run(executor.resolve(request(sub, "true")))  # the pin's descriptor is open
     executor.inner = SwapInsideBeforeSpawn(inner, swap_back)
     SwapAfterVerify.swap = swap
-    command = "echo PWNED > a/victim.txt; mkdir a/.git/hooks; mkdir .git/hooks"
+    command = "echo PWNED > a/victim.txt; mkdir a/.git/hooks .git/hooks .claude .claude/hooks"
     result = await executor.run(executor.resolve(request(sub, command)))
     assert SwapAfterVerify.swap is None  # the swap happened
     assert (target / "victim.txt").read_text() == "original\n"
     assert list((target / ".git").iterdir()) == []
     assert list((sub / "a" / ".git").iterdir()) == []  # the guarded folders stayed read-only
     assert list((sub / ".git").iterdir()) == []
+    assert not (sub / ".claude" / "hooks").exists()
     assert result.exit_code != 0
     await executor.aclose()
 

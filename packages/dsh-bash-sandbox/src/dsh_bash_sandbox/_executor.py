@@ -162,29 +162,35 @@ def _missing_or_placeholder(path: Path) -> bool:
         return False
 
 
-def _missing_protected(policy: SandboxPolicy) -> Iterator[Path]:
+def _missing_protected(
+    policy: SandboxPolicy, view: PinnedView | None = None
+) -> Iterator[tuple[Path, Path]]:
     """Where a placeholder must hold a protected path that does not exist yet: each protected
     name directly in the workspace and the configured writable roots, and the first missing
-    component of each protected path inside one of them (never in the private temp dir)."""
+    component of each protected path inside one of them (never in the private temp dir).
+    Each as its path and the path to reach it by: below a pinned workspace (``view``),
+    through the pin's descriptor, never through the workspace's name."""
     if policy.mode != "workspace-write":
         return
+    realpath = view.realpath if view is not None else host_realpath
+    through = view.through if view is not None else (lambda path: path)
     roots = [policy.workspace, *policy.writable_roots]
-    real_roots = [Path(os.path.realpath(r)) for r in roots if r is not None]
-    real_roots = [root for root in dict.fromkeys(real_roots) if root.is_dir()]
+    real_roots = [realpath(r) for r in roots if r is not None]
+    real_roots = [root for root in dict.fromkeys(real_roots) if os.path.isdir(through(root))]
     for root in real_roots:
         for name in policy.protected_names:
-            if _missing_or_placeholder(root / name):
-                yield root / name
+            if _missing_or_placeholder(through(root / name)):
+                yield root / name, through(root / name)
     for target in policy.protected_targets:
-        real = Path(os.path.realpath(target))  # the part that exists, resolved
+        real = realpath(target)  # the part that exists, resolved
         inside = next((r for r in real_roots if r == real or r in real.parents), None)
         if inside is None or real == inside:
             continue
         path = inside
         for part in real.relative_to(inside).parts:
             path = path / part
-            if _missing_or_placeholder(path):
-                yield path
+            if _missing_or_placeholder(through(path)):
+                yield path, through(path)
                 break
 
 
@@ -333,7 +339,7 @@ class SandboxExecutor:
             await asyncio.to_thread(self._check_programs, policy)
         self._check_programs(policy)
         pinned = self._pinned_workspace(spec, policy)
-        hold = self._hold_placeholders(policy)  # a few syscalls: no thread hop
+        hold = self._hold_placeholders(policy, pinned)  # a few syscalls: no thread hop
         sources = MountSources()
         try:
             confined = self._confined(spec, policy, pinned, sources)
@@ -356,7 +362,7 @@ class SandboxExecutor:
         policy = self._with_temp_dir(spec, policy)
         self._check_programs(policy)
         pinned = self._pinned_workspace(spec, policy)
-        hold = self._hold_placeholders(policy)
+        hold = self._hold_placeholders(policy, pinned)
         sources = MountSources()
         try:
             process = self.inner.start(self._confined(spec, policy, pinned, sources))
@@ -371,11 +377,14 @@ class SandboxExecutor:
         task.add_done_callback(self._watchers.discard)
         return ConfinedProcess(process, hold)
 
-    def _hold_placeholders(self, policy: SandboxPolicy) -> PlaceholderHold:
+    def _hold_placeholders(self, policy: SandboxPolicy, pinned: int | None) -> PlaceholderHold:
         hold = PlaceholderHold(self.placeholders)
+        view = None
+        if pinned is not None and policy.workspace is not None:
+            view = PinnedView(policy.workspace, pinned)
         try:
-            for path in _missing_protected(policy):
-                hold.hold(path)
+            for path, reached_by in _missing_protected(policy, view):
+                hold.hold(reached_by, name=path)
         except OSError as error:
             hold.release()
             raise SandboxUnavailableError(

@@ -140,6 +140,7 @@ class PlaceholderHold:
     def __init__(self, registry: PlaceholderRegistry | None = None) -> None:
         self._registry = registry
         self._held: list[tuple[Path, int]] = []
+        self._names: dict[Path, Path] = {}
         self._then: list[Callable[[], None]] = []
 
     def on_release(self, action: Callable[[], None]) -> None:
@@ -149,10 +150,12 @@ class PlaceholderHold:
     @property
     def paths(self) -> list[Path]:
         """The placeholders held (each an empty read-only directory while held)."""
-        return [path for path, _ in self._held]
+        return [self._names.get(path, path) for path, _ in self._held]
 
-    def hold(self, path: Path) -> None:
-        """Create (or join) the placeholder at ``path`` when nothing else is there.
+    def hold(self, path: Path, *, name: Path | None = None) -> None:
+        """Create (or join) the placeholder at ``path`` when nothing else is there (``name``:
+        the path it is recorded by, when ``path`` reaches it another way, through a
+        descriptor's ``/proc/self/fd/<n>``).
 
         Nothing happens when ``path`` exists as anything but a placeholder (it is then guarded
         as it is) or when its parent is not a directory; an `OSError` creating it propagates.
@@ -167,7 +170,7 @@ class PlaceholderHold:
             else:
                 if self._registry is not None:
                     with contextlib.suppress(OSError):
-                        self._registry.record(path, os.lstat(path))
+                        self._registry.record(name or path, os.lstat(path))
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             except FileNotFoundError:
@@ -187,6 +190,8 @@ class PlaceholderHold:
                 now = None
             if now is not None and (now.st_dev, now.st_ino) == (facts.st_dev, facts.st_ino):
                 self._held.append((path, fd))
+                if name is not None:
+                    self._names[path] = name
                 return
             os.close(fd)  # it was removed (and maybe made again) while this one waited
         raise OSError(errno.EAGAIN, "the placeholder kept changing", str(path))
@@ -216,7 +221,7 @@ class PlaceholderHold:
                     with contextlib.suppress(OSError):  # not empty: nothing is removed
                         os.rmdir(path)
                         if self._registry is not None:
-                            self._registry.forget(path, now)
+                            self._registry.forget(self._names.get(path, path), now)
             except OSError:
                 pass
             finally:

@@ -47,6 +47,11 @@ class PinnedView:
             return None
         return parts[len(self.root.parts) :]
 
+    def through(self, path: Path) -> Path:
+        """``path``, below the root as reached through the descriptor."""
+        below = self._below(path)
+        return path if below is None else self.view.joinpath(*below)
+
     def kind(self, path: Path) -> PathKind:
         """`host_kind` of ``path``, below the root through the descriptor."""
         below = self._below(path)
