@@ -49,6 +49,7 @@ __all__ = [
     "SystemPrompt",
     "load_config",
     "parse_route",
+    "split_route",
 ]
 
 CONFIG_FILE_NAME = "config.toml"
@@ -67,6 +68,19 @@ def parse_route(route: str, *, where: str = "model") -> tuple[str, str]:
     if not sep or not provider.strip() or not model.strip():
         raise ConfigError(where, f"{route!r} is not of the form provider:model")
     return provider.strip(), model.strip()
+
+
+def split_route(route: str, *, where: str = "model") -> tuple[str, str | None]:
+    """A route that may leave out its model: ``"provider:model"`` as ``(provider, model)``
+    (split at the first colon, so ``"ollama:qwen2.5-coder:7b"`` names the model
+    ``qwen2.5-coder:7b``), a bare ``"provider"`` as ``(provider, None)``: the model is then the
+    one the provider's server serves. Raises :class:`ConfigError` naming ``where`` for an empty
+    provider or an empty model after the colon."""
+    if ":" in route:
+        return parse_route(route, where=where)
+    if not route.strip():
+        raise ConfigError(where, f"{route!r} is not of the form provider:model (or provider)")
+    return route.strip(), None
 
 
 class PersistenceConfig(BaseModel):
@@ -199,12 +213,24 @@ class ProviderConfig(BaseModel):
         return name
 
 
+LLAMA_CPP_URL = "http://127.0.0.1:8080/v1"
+"""llama.cpp's ``llama-server`` on its default port."""
+
 BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
     "deepseek": ProviderConfig(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),
     "openai": ProviderConfig(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"),
     "scripted": ProviderConfig(kind="scripted"),
+    # local servers on their default ports; no key is sent
+    "llamacpp": ProviderConfig(base_url=LLAMA_CPP_URL),
+    "ollama": ProviderConfig(base_url="http://127.0.0.1:11434/v1"),
+    "vllm": ProviderConfig(base_url="http://127.0.0.1:8000/v1"),
+    "local": ProviderConfig(base_url=LLAMA_CPP_URL),
 }
-"""Providers every config has unless it redefines them."""
+"""Providers every config has unless it redefines them (a ``[providers.NAME]`` table of the
+same name is laid over the built-in one): ``deepseek`` and ``openai`` (keys from
+``DEEPSEEK_API_KEY`` and ``OPENAI_API_KEY``), ``scripted``, and the keyless local servers
+``llamacpp`` (``llama-server``, port 8080), ``ollama`` (11434) and ``vllm`` (8000), and
+``local``: llama.cpp's address until ``[providers.local] base_url`` points it elsewhere."""
 
 
 class ModelConfig(BaseModel):
@@ -260,7 +286,7 @@ class PresetConfig(BaseModel):
     @classmethod
     def _is_a_route(cls, route: str | None) -> str | None:
         if route is not None:
-            parse_route(route, where="presets.*.model")
+            split_route(route, where="presets.*.model")
         return route
 
 
@@ -377,13 +403,28 @@ class Config(BaseModel):
     @field_validator("model")
     @classmethod
     def _is_a_route(cls, route: str) -> str:
-        parse_route(route)
+        split_route(route)
         return route
 
     @model_validator(mode="after")
     def _one_replacement(self) -> Config:
         if self.system is not None and self.system_file is not None:
             raise ConfigError("system_file", "is set beside system: set one of them")
+        return self
+
+    @model_validator(mode="after")
+    def _bare_routes_name_a_provider(self) -> Config:
+        # a route without its model must at least name a provider ("no-colon" is a typo)
+        named = [("model", self.model)]
+        named += [(f"presets.{n}.model", p.model) for n, p in self.presets.items() if p.model]
+        for where, route in named:
+            provider, model = split_route(route, where=where)
+            if model is None and provider not in self.provider_names():
+                raise ConfigError(
+                    where,
+                    f"{route!r} is neither provider:model nor a provider's name (providers: "
+                    f"{', '.join(self.provider_names())})",
+                )
         return self
 
     def system_file_path(self) -> Path | None:
@@ -701,7 +742,7 @@ def load_config(
             )
         data = _merge(data, chosen_profile)
     if environ.get("DSH_MODEL"):
-        parse_route(environ["DSH_MODEL"], where="$DSH_MODEL")  # name the variable, not the file
+        split_route(environ["DSH_MODEL"], where="$DSH_MODEL")  # name the variable, not the file
         data["model"] = environ["DSH_MODEL"]
     mode = environ.get("DSH_PERMISSION_MODE")
     if mode:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_agent import Agent, AgentOptions, Extensions, SessionStartSource
-from dsh_agent_core._config import Config, parse_route
+from dsh_agent_core._config import Config, parse_route, split_route
 from dsh_agent_core._errors import (
     ChildWorkspaceError,
     DshError,
@@ -23,7 +23,7 @@ from dsh_agent_core._errors import (
 from dsh_agent_core._hook_files import hook_files
 from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
-from dsh_agent_core._models import provider_models
+from dsh_agent_core._models import ProviderQueryError, provider_models
 from dsh_agent_core._permissions import logged_sandbox_mode, pin_permissions
 from dsh_agent_core._runtime_context import RuntimeContext
 from dsh_agent_core._session_tools import SessionCreateTool, SessionResultTool, SessionStatusTool
@@ -440,17 +440,60 @@ class Harness:
 
     def check_route(self, route: str | None) -> None:
         """Raise :class:`DshError` when ``route``'s provider cannot be called as configured (an
-        API key variable that is not set), before any session is created for it."""
-        options = self.options(route)
-        model = self._provider_models.get(options.provider)
-        if model is None or options.provider in (self._overrides or {}):
+        API key variable that is not set), before any session is created for it. ``route``
+        may leave out its model (``"local"``; see :meth:`resolve_route`)."""
+        route = route or self.config.model
+        provider, _ = split_route(route)
+        self._known_provider(provider, route)
+        model = self._provider_models.get(provider)
+        if model is None or provider in (self._overrides or {}):
             return
         variable = model.config.api_key_env
         if model.config.kind == "openai-compatible" and variable and not self._env.get(variable):
             raise DshError(
-                f"model {options.provider}:{options.model}: the environment variable {variable} "
+                f"model {route}: the environment variable {variable} "
                 "is not set (it holds the provider's API key)"
             )
+
+    def _known_provider(self, provider: str, route: str) -> None:
+        if provider not in self.models:
+            raise DshError(
+                f"model {route}: no provider {provider!r} is configured (known: "
+                f"{', '.join(sorted(self.models))})"
+            )
+
+    async def resolve_route(self, route: str | None) -> str:
+        """``route`` (default: the config's ``model``) as ``provider:model``. A route that
+        names only its provider (``"local"``, ``"ollama"``) asks the provider's server once
+        which models it serves (``GET /v1/models``, a few seconds at most): the one it serves
+        is the model; none, several, or a server that cannot be asked raise :class:`DshError`
+        saying what it serves and how to name one (``--model ollama:qwen2.5-coder:7b``)."""
+        route = route or self.config.model
+        provider, model = split_route(route)
+        if model is not None:
+            return route
+        self._known_provider(provider, route)
+        source = self._provider_models.get(provider)
+        how = f"name one as {provider}:MODEL (dsh run --model {provider}:MODEL)"
+        if source is None or provider in (self._overrides or {}):
+            raise DshError(f"model {route}: no model named; {how}")
+        try:
+            served = await source.served_models()
+        except ProviderQueryError as error:
+            raise DshError(
+                f"model {route}: no model named, and the provider could not be asked which "
+                f"it serves ({error.reason}); {how}"
+            ) from None
+        where = source.config.base_url or provider
+        if not served:
+            raise DshError(f"model {route}: {where} serves no model; {how}")
+        if len(served) > 1:
+            listed = ", ".join(served)
+            raise DshError(
+                f"model {route}: {where} serves {len(served)} models ({listed}); name one, "
+                f"as in dsh run --model {provider}:{served[0]}"
+            )
+        return f"{provider}:{served[0]}"
 
     # -- agents -----------------------------------------------------------------------------
 
@@ -517,7 +560,9 @@ class Harness:
         await self.start()
         loop = self.loop(preset)
         settings = self.config.presets[preset] if preset is not None else None
-        route = model or (settings.model if settings is not None else None)
+        route = await self.resolve_route(
+            model or (settings.model if settings is not None else None)
+        )
         system = self.config.system_prompt(preset).text
         depth = None
         if parent is not None:
@@ -569,6 +614,8 @@ class Harness:
         preset = snapshot.header.agent_preset if snapshot is not None else None
         if preset is not None and preset not in self.config.presets:
             preset = None  # a preset the config no longer defines: the default tool set
+        if model is not None:
+            model = await self.resolve_route(model)
         options = self.options(model) if model is not None else None
         await self.start()
         return await self.loop(preset).resume(session_id, options=options)

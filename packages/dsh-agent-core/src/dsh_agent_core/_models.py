@@ -3,6 +3,7 @@ knows each model's context window (the configuration, the catalog, else its serv
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -10,12 +11,39 @@ from typing import Any
 
 from dsh_agent_core._catalog import catalog_model
 from dsh_agent_core._config import Config, ProviderConfig, header_value_ok
+from dsh_agent_core._errors import DshError
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
-from dsh_model_openai import OpenAICompatibleModel
+from dsh_model_openai import OpenAICompatibleModel, ServerQueryError
 from dsh_tool_mcp import EnvRef
 
-__all__ = ["ProviderModel", "ScriptedReplies", "provider_models"]
+__all__ = [
+    "SCRIPTED_MODEL",
+    "SERVED_MODELS_TIMEOUT",
+    "ProviderModel",
+    "ProviderQueryError",
+    "ScriptedReplies",
+    "provider_models",
+]
+
+SERVED_MODELS_TIMEOUT = 5.0
+"""Seconds a provider's server is given to say what it serves."""
+
+SCRIPTED_MODEL = "scripted"
+"""The model a scripted provider lists (it answers any model name)."""
+
+
+class ProviderQueryError(DshError):
+    """A provider could not say what it serves: ``provider`` names it, ``reason`` says why in a
+    few words (``key not set (DEEPSEEK_API_KEY)``, the unreachable URL and the error, no
+    answer in time), without the key; ``key_missing`` is true when no request was made for want
+    of a key."""
+
+    def __init__(self, provider: str, reason: str, *, key_missing: bool = False) -> None:
+        super().__init__(f"provider {provider!r}: {reason}")
+        self.provider = provider
+        self.reason = reason
+        self.key_missing = key_missing
 
 
 class ScriptedReplies:
@@ -79,6 +107,32 @@ class ProviderModel:
         if not isinstance(adapter, OpenAICompatibleModel):
             return None
         return await adapter.discover_context_window(model)
+
+    async def served_models(self, within: float = SERVED_MODELS_TIMEOUT) -> list[str]:
+        """The model ids the provider's server lists (``GET <base_url>/models``), asked within
+        ``within`` seconds; a scripted provider lists `SCRIPTED_MODEL` without a request.
+        Raises :class:`ProviderQueryError` saying why when it cannot be asked: a key variable
+        that is not set (no request is made), no ``base_url``, an unreachable server, a refusal
+        or an answer that is not a model list, or no answer in time."""
+        if self.config.kind == "scripted":
+            return [SCRIPTED_MODEL]
+        variable = self.config.api_key_env
+        if variable is not None and not self._env.get(variable):
+            raise ProviderQueryError(self.name, f"key not set ({variable})", key_missing=True)
+        adapter = self._adapter("served-models")  # only the adapter's default model name
+        if isinstance(adapter, FinishChunk):
+            failure = adapter.reason.error
+            raise ProviderQueryError(self.name, failure.message if failure else "unusable")
+        assert isinstance(adapter, OpenAICompatibleModel)
+        try:
+            async with asyncio.timeout(within):
+                return await adapter.served_models()
+        except ServerQueryError as error:
+            raise ProviderQueryError(self.name, str(error)) from None
+        except TimeoutError:
+            raise ProviderQueryError(
+                self.name, f"{self.config.base_url} did not answer within {within:g}s"
+            ) from None
 
     def _failure(self, message: str, code: str) -> FinishChunk:
         return FinishChunk(

@@ -19,6 +19,12 @@ from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
 from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
 from dsh_agent_core._instructions import instruction_files
+from dsh_agent_core._models import (
+    SERVED_MODELS_TIMEOUT,
+    ProviderModel,
+    ProviderQueryError,
+    provider_models,
+)
 from dsh_agent_core._permissions import (
     approval_of,
     logged_approval_policy,
@@ -31,7 +37,7 @@ from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core.cli._approval import terminal_answerer
 from dsh_agent_core.cli._common import State, async_command, err, log_to_terminal, out
 from dsh_agent_core.cli._sessions import sessions
-from dsh_agent_core.cli._terminal import terminal_json
+from dsh_agent_core.cli._terminal import terminal_json, terminal_text
 from dsh_agent_core.cli._transcript import LivePrinter
 from dsh_agent_core.cli._usage import turn_line, turn_totals
 from dsh_bash_sandbox import probe_sandbox
@@ -384,6 +390,67 @@ async def env_command(state: State, as_json: bool) -> None:
             else (f"{server.state}: {server.error}")
         )
         out.print(f"mcp server {server.name}: {detail}", markup=False)
+
+
+async def _served(model: ProviderModel, within: float) -> dict[str, Any]:
+    """What one provider serves, as a ``dsh models`` row (``error``: why it could not say)."""
+    row: dict[str, Any] = {
+        "provider": model.name,
+        "kind": model.config.kind,
+        "base_url": model.config.base_url,
+        "status": "served",
+        "models": None,
+        "error": None,
+    }
+    try:
+        row["models"] = await model.served_models(within)
+    except ProviderQueryError as error:
+        row["status"] = "key-not-set" if error.key_missing else "unreachable"
+        row["error"] = error.reason
+    finally:
+        with contextlib.suppress(Exception):
+            await model.aclose()
+    return row
+
+
+@cli.command("models")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.option(
+    "--timeout",
+    "within",
+    type=click.FloatRange(min=0, min_open=True),
+    default=SERVED_MODELS_TIMEOUT,
+    show_default=True,
+    help="Seconds each provider's server is given to answer.",
+)
+@click.pass_obj
+@async_command
+async def models_command(state: State, as_json: bool, within: float) -> None:
+    """List what each configured provider serves (its server's GET /v1/models, all asked at
+    once): one line each, `name  base_url  model, model…`, or why it could not say (a key
+    that is not set is said without asking). Exits 0 even when some could not be asked."""
+    config = state.config()
+    models = provider_models(config)
+    rows = await asyncio.gather(*(_served(model, within) for model in models.values()))
+    if as_json:
+        out.print(terminal_json(list(rows)))
+        return
+    width = max(len(row["provider"]) for row in rows)
+    url_width = max(len(row["base_url"] or "-") for row in rows)
+    for row in rows:
+        if row["status"] == "key-not-set":
+            said = row["error"]
+        elif row["status"] == "unreachable":
+            said = f"unreachable: {row['error']}"
+        elif row["kind"] == "scripted":
+            said = "scripted (answers any model name with the configured replies)"
+        else:
+            said = ", ".join(row["models"]) or "(serves no model)"
+        line = f"{row['provider']:<{width}}  {row['base_url'] or '-':<{url_width}}  {said}"
+        out.print(terminal_text(line, one_line=True), markup=False, soft_wrap=True)
+    failed = sum(1 for row in rows if row["error"] is not None)
+    if failed:
+        err.print(f"{failed} of {len(rows)} providers did not say what they serve", markup=False)
 
 
 cli.add_command(sessions)
