@@ -71,8 +71,8 @@ def test_under_a_sandbox_the_schema_offers_the_two_escalation_arguments(
 @pytest.mark.parametrize(
     ("mode", "phrase"),
     [
-        ("read-only", "read-only sandbox"),
-        ("workspace-write", "only inside the session workspace"),
+        ("read-only", "Sandbox: read-only"),
+        ("workspace-write", "writes only in the workspace"),
         ("danger-full-access", "do not set `sandbox_permissions`"),
     ],
 )

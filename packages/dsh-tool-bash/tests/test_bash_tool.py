@@ -15,25 +15,16 @@ from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry, bash_descript
 from dsh_tools import ToolCall, ToolRegistry
 
 BACKGROUND_DESCRIPTION = (
-    "Run a bash command with `bash -c` and return its stdout and stderr.\n"
-    "Every call starts a fresh shell: the working directory, variables and functions do not "
-    "carry over between calls, so pass `workdir` instead of running `cd`.\n"
-    "A non-zero exit status is reported as `[exit code: N]` on the last line of the result; "
-    "check it and investigate failures before moving on.\n"
-    "Current harness environment facts are available to every command as managed `$DSH_*` "
-    "variables; inspect them when you need them.\n"
-    "Long output is cut to its tail, and the full output is saved to a file whose path is "
-    "reported when available.\n"
-    "A process started with `&` that outlives the command keeps running after the call "
-    "returns, and its later output is not collected; stop it yourself when you are done.\n"
-    "For long-running commands set `run_in_background: true`: the call returns a job id at "
-    "once; read the job's output with `job_output`, list jobs with `job_list` and stop one "
-    "with `job_kill`."
+    "Run a `bash -c` command; returns stdout and stderr.\n"
+    "Each call is a fresh shell: pass `workdir`, not `cd`.\n"
+    "A non-zero exit ends the result with `[exit code: N]`.\n"
+    "`$DSH_*` variables hold harness facts.\n"
+    "Long output keeps its tail; the full output's file is named.\n"
+    "A process left running with `&` is not collected; stop it yourself.\n"
+    "For long commands set `run_in_background`, then use `job_output`, `job_list`, `job_kill`."
 )
 
-FOREGROUND_ONLY_LAST_LINE = (
-    "Background execution is not available; long-running commands must finish within the timeout."
-)
+FOREGROUND_ONLY_LAST_LINE = "Commands must finish within the timeout."
 
 
 def _single(executor: Any) -> ShellExecRequest:
@@ -76,36 +67,20 @@ def test_the_parameters_schema_is_pinned(bash: BashTool) -> None:
         "title": "bash",
         "type": "object",
         "properties": {
-            "command": {"type": "string", "description": "The bash command to execute."},
+            "command": {"type": "string", "description": "The command."},
             "description": {
                 "type": "string",
-                "description": (
-                    "A 5-10 word active-voice summary of what the command does, shown to the "
-                    "user (for example `ls` -> 'List files in current directory'). It does not "
-                    "change what runs."
-                ),
+                "description": "5-10 words on what it does, shown to the user (e.g. 'List files').",
             },
-            "timeoutMs": {
-                "type": "number",
-                "description": (
-                    "Timeout in milliseconds. The executor applies its default when absent, "
-                    "caps larger values, and kills the command when it expires."
-                ),
-            },
+            "timeoutMs": {"type": "number", "description": "Timeout in ms (capped)."},
             "workdir": {
                 "type": "string",
-                "description": (
-                    "Working directory. Defaults to the session workspace; a relative path "
-                    "resolves against it."
-                ),
+                "description": "Working directory (default: the workspace; relative to it).",
             },
             "run_in_background": {
                 "type": "boolean",
                 "default": False,
-                "description": (
-                    "Start the command as a background job and return its job id at once (no "
-                    "timeout). Read its output with job_output and stop it with job_kill."
-                ),
+                "description": "Run as a background job: returns its job id at once, no timeout.",
             },
         },
         "required": ["command", "description"],

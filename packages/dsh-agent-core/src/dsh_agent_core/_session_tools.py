@@ -70,10 +70,22 @@ class SessionHost(Protocol):
         ...
 
 
+def _model_facing(schema: dict[str, Any]) -> None:
+    """Drop what only costs the model tokens: the class docstring and the per-property titles
+    (the tool's description says what the parameters mean)."""
+    schema.pop("description", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+
+
+_ARGS_CONFIG = ConfigDict(extra="forbid", json_schema_extra=_model_facing)
+
+
 class SessionStatusArgs(BaseModel):
     """``{recent_n?}`` (default 50 most recently updated) or ``{session_id}`` (exact)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _ARGS_CONFIG
 
     recent_n: int | None = Field(default=None, ge=1, le=1000)
     session_id: str | None = Field(default=None, min_length=1)
@@ -90,11 +102,9 @@ class SessionStatusTool(ToolDefinition[SessionStatusArgs]):
 
     name = "session_status"
     description = (
-        "List DSH sessions (default: the 50 most recently updated) or look one up by "
-        "session_id. Each row has session_id, title, status (running, idle, cold or missing), "
-        "updated_at and, when the log is a plain file, session_path: an absolute path to the "
-        "session's JSONL log, which you can read or search with your usual tools (rg, jq). "
-        "Use the path as given; do not build log paths yourself. Inspection only."
+        "List sessions (default: the 50 most recent) or one by session_id: status (running, "
+        "idle, cold, missing), title, and session_path, its JSONL log to read or search (use "
+        "it as given)."
     )
     parameters = SessionStatusArgs
 
@@ -117,7 +127,9 @@ class SessionStatusTool(ToolDefinition[SessionStatusArgs]):
 class ModelChoice(BaseModel):
     """``{provider, model, reasoningEffort?}``."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, json_schema_extra=_model_facing
+    )
 
     provider: str = Field(min_length=1)
     model: str = Field(min_length=1)
@@ -128,7 +140,7 @@ class SessionCreateArgs(BaseModel):
     """``{prompt, preset?, model?, cwd?, background?}`` (``background`` default false: wait
     for the child's answer)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _ARGS_CONFIG
 
     prompt: str = Field(min_length=1)
     preset: str | None = None
@@ -267,15 +279,11 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
 
     name = "session_create"
     description = (
-        "Start a new DSH session (a separate agent, a subagent) working on `prompt`. By "
-        "default the call waits until the child's turn ends and returns its final answer "
-        "with its session_id and log path; delegate a self-contained task and say in the "
-        "prompt what the answer must contain. With background: true it returns session_id "
-        "and session_path at once and the child runs on its own: collect its answer later "
-        "with session_result. It inherits your working directory, model and preset unless "
-        "you give cwd, model ({provider, model}) or preset. It runs in your sandbox mode; a "
-        "cwd must lie inside your workspace (a relative one is relative to it); one outside "
-        "needs the user's approval."
+        "Start a subagent in a new session on `prompt`: a self-contained task, saying what "
+        "the answer must contain. Waits and returns its answer, session_id and log path; with "
+        "background: true returns at once (collect it with session_result). It inherits your "
+        "cwd, model, preset and sandbox unless given; a cwd outside your workspace needs the "
+        "user's approval."
     )
     parameters = SessionCreateArgs
 
@@ -364,7 +372,7 @@ class SessionCreateTool(ToolDefinition[SessionCreateArgs]):
 class SessionResultArgs(BaseModel):
     """``{session_id}``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = _ARGS_CONFIG
 
     session_id: str = Field(min_length=1)
 
@@ -377,10 +385,8 @@ class SessionResultTool(ToolDefinition[SessionResultArgs]):
 
     name = "session_result"
     description = (
-        "Collect the answer of a session you started with session_create background: true "
-        "(or any session by session_id): while it is still running, its status; once its "
-        "turn has ended, its final answer (or why it has none). Never waits and never "
-        "changes the session; call it again later if it is still running."
+        "A session's final answer (e.g. a background session_create child), or its status "
+        "while it runs. Never waits."
     )
     parameters = SessionResultArgs
 

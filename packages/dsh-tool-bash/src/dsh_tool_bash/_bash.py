@@ -78,29 +78,19 @@ class BashArgs(BaseModel):
         json_schema_extra=model_facing_schema,
     )
 
-    command: str = Field(description="The bash command to execute.")
+    command: str = Field(description="The command.")
     description: str = Field(
-        description=(
-            "A 5-10 word active-voice summary of what the command does, shown to the user "
-            "(for example `ls` -> 'List files in current directory'). It does not change "
-            "what runs."
-        )
+        description="5-10 words on what it does, shown to the user (e.g. 'List files')."
     )
     timeout_ms: OptionalNumber = Field(
         default=None,
         alias="timeoutMs",
-        description=(
-            "Timeout in milliseconds. The executor applies its default when absent, caps "
-            "larger values, and kills the command when it expires."
-        ),
+        description="Timeout in ms (capped).",
         json_schema_extra=without_default,
     )
     workdir: OptionalString = Field(
         default=None,
-        description=(
-            "Working directory. Defaults to the session workspace; a relative path resolves "
-            "against it."
-        ),
+        description="Working directory (default: the workspace; relative to it).",
         json_schema_extra=without_default,
     )
 
@@ -112,10 +102,7 @@ class BashBackgroundArgs(BashArgs):
 
     run_in_background: bool = Field(
         default=False,
-        description=(
-            "Start the command as a background job and return its job id at once (no "
-            "timeout). Read its output with job_output and stop it with job_kill."
-        ),
+        description="Run as a background job: returns its job id at once, no timeout.",
     )
 
 
@@ -124,16 +111,12 @@ class _Escalation(BaseModel):
 
     sandbox_permissions: OptionalEscalation = Field(
         default=None,
-        description=(
-            "Run this one call with a wider sandbox: `workspace-write` or "
-            "`danger-full-access`. Only after the sandbox refused the command; the user is "
-            "asked to approve it. Give `justification` with it."
-        ),
+        description="Wider sandbox for this call, only after a refusal.",
         json_schema_extra=without_default,
     )
     justification: OptionalString = Field(
         default=None,
-        description="One sentence telling the user why the command needs the wider sandbox.",
+        description="One sentence for the user: why.",
         json_schema_extra=without_default,
     )
 

@@ -9,47 +9,31 @@ from dsh_shell import DSH_ENV_PREFIX, SandboxMode
 __all__ = ["bash_description"]
 
 _COMMON: Final = (
-    "Run a bash command with `bash -c` and return its stdout and stderr.",
-    "Every call starts a fresh shell: the working directory, variables and functions do not "
-    "carry over between calls, so pass `workdir` instead of running `cd`.",
-    "A non-zero exit status is reported as `[exit code: N]` on the last line of the result; "
-    "check it and investigate failures before moving on.",
-    f"Current harness environment facts are available to every command as managed "
-    f"`${DSH_ENV_PREFIX}*` variables; inspect them when you need them.",
-    "Long output is cut to its tail, and the full output is saved to a file whose path is "
-    "reported when available.",
-    "A process started with `&` that outlives the command keeps running after the call "
-    "returns, and its later output is not collected; stop it yourself when you are done.",
+    "Run a `bash -c` command; returns stdout and stderr.",
+    "Each call is a fresh shell: pass `workdir`, not `cd`.",
+    "A non-zero exit ends the result with `[exit code: N]`.",
+    f"`${DSH_ENV_PREFIX}*` variables hold harness facts.",
+    "Long output keeps its tail; the full output's file is named.",
+    "A process left running with `&` is not collected; stop it yourself.",
 )
 
 _BACKGROUND: Final = (
-    "For long-running commands set `run_in_background: true`: the call returns a job id at once; "
-    "read the job's output with `job_output`, list jobs with `job_list` and stop one with "
-    "`job_kill`."
+    "For long commands set `run_in_background`, then use `job_output`, `job_list`, `job_kill`."
 )
 
-_NO_BACKGROUND: Final = (
-    "Background execution is not available; long-running commands must finish within the timeout."
-)
+_NO_BACKGROUND: Final = "Commands must finish within the timeout."
 
+_ESCALATE: Final = (
+    " If it refuses a command, retry once with `sandbox_permissions` and `justification` "
+    "(the user approves)."
+)
 
 _SANDBOX: Final[dict[SandboxMode, str]] = {
-    "read-only": (
-        "Commands run in a read-only sandbox (no writes but to `$TMPDIR`, no network); a "
-        "command the sandbox refuses may be retried once with `sandbox_permissions` and a "
-        "one-sentence `justification`, which needs the user's approval (refused when this "
-        "session never asks)."
-    ),
+    "read-only": "Sandbox: read-only (writes only to `$TMPDIR`), no network." + _ESCALATE,
     "workspace-write": (
-        "Commands run in a sandbox that may write only inside the session workspace and "
-        "`$TMPDIR`, without network; a command the sandbox refuses may be retried once with "
-        "`sandbox_permissions` and a one-sentence `justification`, which needs the user's "
-        "approval (refused when this session never asks)."
+        "Sandbox: writes only in the workspace and `$TMPDIR`, no network." + _ESCALATE
     ),
-    "danger-full-access": (
-        "Commands run without a sandbox, with the user's full rights; do not set "
-        "`sandbox_permissions`."
-    ),
+    "danger-full-access": "No sandbox; do not set `sandbox_permissions`.",
 }
 
 

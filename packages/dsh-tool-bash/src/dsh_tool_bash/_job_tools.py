@@ -34,7 +34,7 @@ class JobIdArgs(BaseModel):
         json_schema_extra=model_facing_schema,
     )
 
-    job_id: str = Field(description="The job id, as `started background job <id>` reported it.")
+    job_id: str = Field(description="The id bash reported.")
 
 
 class JobOutputArgs(JobIdArgs):
@@ -44,14 +44,11 @@ class JobOutputArgs(JobIdArgs):
 
     wait: bool = Field(
         default=False,
-        description="Wait for the job to finish (up to timeout_ms) before reading.",
+        description="Wait (up to timeout_ms) for the job to end first.",
     )
     timeout_ms: OptionalNumber = Field(
         default=None,
-        description=(
-            f"How long to wait, in milliseconds (default {round(DEFAULT_WAIT * 1000)}, "
-            f"at most {round(MAX_WAIT * 1000)})."
-        ),
+        description=f"Default {round(DEFAULT_WAIT * 1000)}, at most {round(MAX_WAIT * 1000)}.",
         json_schema_extra=without_default,
     )
 
@@ -72,11 +69,7 @@ class JobOutputTool(ToolDefinition[JobOutputArgs]):
     """``job_output``: the output a job produced since the previous read, then its status."""
 
     name = "job_output"
-    description = (
-        "Read the new output of a background job started with bash run_in_background, "
-        "followed by its status line `[status: running|completed|killed[, detail]]`. "
-        "Non-blocking unless `wait` is true."
-    )
+    description = "A background job's output since the last read, then its status."
     parameters = JobOutputArgs
 
     def __init__(self, jobs: JobRegistry) -> None:
@@ -103,7 +96,7 @@ class JobKillTool(ToolDefinition[JobIdArgs]):
     """``job_kill``: terminate a background job of the calling session."""
 
     name = "job_kill"
-    description = "Stop a background job started with bash run_in_background."
+    description = "Stop a background job."
     parameters = JobIdArgs
 
     def __init__(self, jobs: JobRegistry) -> None:
@@ -118,7 +111,7 @@ class JobListTool(ToolDefinition[JobListArgs]):
     """``job_list``: the calling session's background jobs, one line each."""
 
     name = "job_list"
-    description = "List your background jobs: `<id> [<kind>] <status> — <command>` per line."
+    description = "List your background jobs."
     parameters = JobListArgs
 
     def __init__(self, jobs: JobRegistry) -> None:

@@ -61,15 +61,11 @@ class EscalationArgs(BaseModel):
 
     sandbox_permissions: _OptionalEscalation = Field(
         default=None,
-        description=(
-            "Run this one call with a wider sandbox: `workspace-write` or `danger-full-access`. "
-            "Only after the sandbox refused the call; the user is asked to approve it. Give "
-            "`justification` with it."
-        ),
+        description="Wider sandbox for this call, only after a refusal.",
     )
     justification: _OptionalText = Field(
         default=None,
-        description="One sentence telling the user why the call needs the wider sandbox.",
+        description="One sentence for the user: why.",
     )
 
     @model_validator(mode="after")

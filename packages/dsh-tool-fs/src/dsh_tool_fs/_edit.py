@@ -6,12 +6,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs
 from dsh_tool_fs._errors import FsToolError, NotTextError
 from dsh_tool_fs._read import WHOLE_FILE_BYTES
+from dsh_tool_fs._schema import args_config
 from dsh_tool_fs._write import current_file, encode_text, store_text
 from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
 
@@ -21,21 +22,21 @@ __all__ = ["EditArgs", "EditTool"]
 class EditArgs(BaseModel):
     """The ``edit`` tool's parameters."""
 
-    model_config = ConfigDict(title="edit", extra="forbid")
+    model_config = args_config("edit")
 
-    file_path: str = Field(description="The file to edit: absolute, or relative to the workspace.")
-    old_string: str = Field(description="The exact text to replace (whitespace included).")
-    new_string: str = Field(description="The text to put in its place.")
+    file_path: str = Field(description="Absolute, or relative to the workspace.")
+    old_string: str = Field(description="Exact text to replace, whitespace included.")
+    new_string: str = Field(description="The replacement.")
     replace_all: bool = Field(
         default=False,
-        description="Replace every occurrence; by default old_string must occur exactly once.",
+        description="Replace every occurrence.",
     )
 
 
 class EditSandboxArgs(EscalationArgs, EditArgs):
     """The ``edit`` tool's parameters under a sandbox."""
 
-    model_config = ConfigDict(title="edit", extra="forbid")
+    model_config = args_config("edit")
 
 
 class EditTool(FileTool):
@@ -43,8 +44,8 @@ class EditTool(FileTool):
 
     name = "edit"
     description = (
-        "Replace old_string with new_string in a text file. old_string must match the file "
-        "exactly and occur once, unless replace_all is true. Read the file first in this session."
+        "Replace old_string with new_string in a file you have read. old_string must match "
+        "exactly and be unique unless replace_all."
     )
     plain_args = EditArgs
     sandbox_args = EditSandboxArgs

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from dsh_llm import ImageBlock, TextBlock
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
 from dsh_tool_fs._errors import FsToolError, NotTextError
 from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
+from dsh_tool_fs._schema import args_config
 from dsh_tools import ToolExecution, ToolResult
 
 __all__ = [
@@ -54,24 +55,22 @@ _OptionalLine = Annotated[int | None, WithJsonSchema({"type": "integer", "minimu
 class ReadArgs(BaseModel):
     """The ``read`` tool's parameters."""
 
-    model_config = ConfigDict(title="read", extra="forbid")
+    model_config = args_config("read")
 
-    file_path: str = Field(description="The file to read: absolute, or relative to the workspace.")
-    offset: _OptionalLine = Field(
-        default=None, ge=1, description="The first line to show (1-based). Default: 1."
-    )
+    file_path: str = Field(description="Absolute, or relative to the workspace.")
+    offset: _OptionalLine = Field(default=None, ge=1, description="First line (1-based).")
     limit: _OptionalLine = Field(
         default=None,
         ge=1,
         le=READ_LIMIT,
-        description=f"How many lines to show, at most {READ_LIMIT} (the default).",
+        description=f"Lines to show (default and most: {READ_LIMIT}).",
     )
 
 
 class ReadSandboxArgs(EscalationArgs, ReadArgs):
     """The ``read`` tool's parameters under a sandbox."""
 
-    model_config = ConfigDict(title="read", extra="forbid")
+    model_config = args_config("read")
 
 
 def _image_type(head: bytes) -> str | None:
@@ -225,9 +224,8 @@ class ReadTool(FileTool):
 
     name = "read"
     description = (
-        "Read a text file (numbered lines; use offset and limit to page through a long one) or "
-        "an image (PNG, JPEG, GIF, WebP). Use it rather than cat, head or tail. Read a file "
-        "before you edit or overwrite it."
+        "Read a text file as numbered lines (page with offset/limit), or an image. Read a file "
+        "before editing or overwriting it."
     )
     plain_args = ReadArgs
     sandbox_args = ReadSandboxArgs

@@ -38,7 +38,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema
+from pydantic import BaseModel, Field, JsonValue, WithJsonSchema
 
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs
@@ -57,6 +57,7 @@ from dsh_tool_fs._engine import (
 )
 from dsh_tool_fs._errors import FsToolError, SearchError
 from dsh_tool_fs._ignore import RIPGREP_IGNORE_FLAGS, GlobMatcher
+from dsh_tool_fs._schema import args_config
 from dsh_tool_fs._worker import run_in_worker
 from dsh_tools import ToolExecution, ToolResult
 
@@ -103,71 +104,61 @@ T = TypeVar("T")
 class GlobArgs(BaseModel):
     """The ``glob`` tool's parameters."""
 
-    model_config = ConfigDict(title="glob", extra="forbid")
+    model_config = args_config("glob")
 
     pattern: str = Field(
         min_length=1,
-        description=(
-            "A gitignore-style glob, e.g. `*.py` (a pattern without `/` matches file names at "
-            "any depth), `src/**/*.ts` (relative to the searched directory), `*.{js,ts}`."
-        ),
+        description="E.g. `*.py` (any depth), `src/**/*.ts`, `*.{js,ts}`.",
     )
     path: _OptionalPath = Field(
         default=None,
-        description="The directory to search: absolute, or relative to the workspace. "
-        "Default: the workspace.",
+        description="Directory to search (default: the workspace).",
     )
 
 
 class GlobSandboxArgs(EscalationArgs, GlobArgs):
     """The ``glob`` tool's parameters under a sandbox."""
 
-    model_config = ConfigDict(title="glob", extra="forbid")
+    model_config = args_config("glob")
 
 
 class GrepArgs(BaseModel):
     """The ``grep`` tool's parameters."""
 
-    model_config = ConfigDict(title="grep", extra="forbid")
+    model_config = args_config("grep")
 
-    pattern: str = Field(
-        min_length=1, description="The regular expression to find (matched within one line)."
-    )
+    pattern: str = Field(min_length=1, description="Regex, matched within one line.")
     path: _OptionalPath = Field(
         default=None,
-        description="The file or directory to search: absolute, or relative to the workspace. "
-        "Default: the workspace.",
+        description="File or directory to search (default: the workspace).",
     )
     include: _OptionalGlob = Field(
         default=None,
-        description="Only files matching this glob, e.g. `*.py`, `*.{ts,tsx}`, `src/**/*.rs`.",
+        description="Only files matching this glob.",
     )
     output_mode: OutputMode = Field(
         default="files_with_matches",
-        description=(
-            "`files_with_matches` (default): the paths of matching files; `content`: the "
-            "matching lines, `N: line`, with `context`; `count`: matching lines per file."
-        ),
+        description="Paths (newest first), matching lines (`N: line`), or counts per file.",
     )
     context: int = Field(
         default=0,
         ge=0,
         le=GREP_MAX_CONTEXT,
-        description="Lines shown before and after each match (content mode).",
+        description="Lines around each match (content mode).",
     )
     case_insensitive: bool = Field(default=False, description="Ignore case.")
     head_limit: int = Field(
         default=GREP_HEAD_LIMIT,
         ge=1,
         le=GREP_MAX_HEAD_LIMIT,
-        description=f"Entries (paths, counts or lines) shown at most; default {GREP_HEAD_LIMIT}.",
+        description="Most entries shown.",
     )
 
 
 class GrepSandboxArgs(EscalationArgs, GrepArgs):
     """The ``grep`` tool's parameters under a sandbox."""
 
-    model_config = ConfigDict(title="grep", extra="forbid")
+    model_config = args_config("grep")
 
 
 # -- shared pieces ---------------------------------------------------------------------------
@@ -319,9 +310,8 @@ class GlobTool(FileTool):
 
     name = "glob"
     description = (
-        "Find files by name with a gitignore-style glob (`*.py`, `src/**/*.ts`, "
-        "`*.{js,ts}`), newest first. Honours .gitignore, .ignore and .rgignore files; "
-        "includes hidden files; skips .git. Use it rather than find or ls to locate files."
+        "Find files by gitignore-style glob, newest first. Honours ignore files; includes "
+        "hidden files; skips .git."
     )
     plain_args = GlobArgs
     sandbox_args = GlobSandboxArgs
@@ -387,11 +377,8 @@ class GrepTool(FileTool):
 
     name = "grep"
     description = (
-        "Search file contents with a regular expression (one line at a time). Output modes: "
-        "`files_with_matches` (default, newest first), `content` (matching lines with line "
-        "numbers, optional context), `count`. Filter files with `include` (a glob). Honours "
-        ".gitignore, .ignore and .rgignore files; includes hidden files; skips .git and "
-        "binary files. Use it rather than grep or rg in bash."
+        "Search file contents by regex. Honours ignore files; includes hidden files; skips "
+        ".git and binary files."
     )
     plain_args = GrepArgs
     sandbox_args = GrepSandboxArgs

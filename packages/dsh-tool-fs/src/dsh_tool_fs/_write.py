@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from dsh_tool_fs._atomic import write_atomic
 from dsh_tool_fs._base import FileTool
@@ -16,6 +16,7 @@ from dsh_tool_fs._confinement import EscalationArgs, open_verified
 from dsh_tool_fs._errors import FileChangedError, FsToolError
 from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
 from dsh_tool_fs._read import WHOLE_FILE_BYTES, read_file_bytes
+from dsh_tool_fs._schema import args_config
 from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
 
 __all__ = ["WriteArgs", "WriteTool", "current_file", "encode_text", "store_text"]
@@ -24,16 +25,16 @@ __all__ = ["WriteArgs", "WriteTool", "current_file", "encode_text", "store_text"
 class WriteArgs(BaseModel):
     """The ``write`` tool's parameters."""
 
-    model_config = ConfigDict(title="write", extra="forbid")
+    model_config = args_config("write")
 
-    file_path: str = Field(description="The file to write: absolute, or relative to the workspace.")
-    content: str = Field(description="The whole new content of the file.")
+    file_path: str = Field(description="Absolute, or relative to the workspace.")
+    content: str = Field(description="The whole new content.")
 
 
 class WriteSandboxArgs(EscalationArgs, WriteArgs):
     """The ``write`` tool's parameters under a sandbox."""
 
-    model_config = ConfigDict(title="write", extra="forbid")
+    model_config = args_config("write")
 
 
 def encode_text(tool: str, field: str, text: str) -> bytes:
@@ -75,8 +76,7 @@ class WriteTool(FileTool):
 
     name = "write"
     description = (
-        "Create a file, or replace a file's whole content. Overwriting an existing file needs "
-        "a read of it first in this session; prefer edit for a targeted change."
+        "Create or overwrite a file (read an existing one first). Prefer edit for changes."
     )
     plain_args = WriteArgs
     sandbox_args = WriteSandboxArgs
