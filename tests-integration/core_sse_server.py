@@ -1,6 +1,7 @@
 """A tiny OpenAI-compatible provider for tests: a threaded ``http.server`` on 127.0.0.1 (an
-ephemeral port) that answers ``POST /v1/chat/completions`` with a recorded-shaped SSE stream and
-records every request it receives. Never reaches beyond the loopback interface.
+ephemeral port) that answers ``POST /v1/chat/completions`` with a recorded-shaped SSE stream,
+lists one model (``test-model``) at ``GET /v1/models``, and records every request it receives.
+Never reaches beyond the loopback interface.
 
     with SseServer(["Hi", " there"]) as server:
         ...  # point a provider's base_url at server.base_url
@@ -15,7 +16,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Received", "SseServer", "stream_events"]
+__all__ = ["SERVED_MODEL", "Received", "SseServer", "stream_events"]
+
+SERVED_MODEL = "test-model"
+"""The one model ``GET /v1/models`` lists."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,25 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        received = Received(
+            method="GET",
+            path=self.path,
+            headers={key.lower(): value for key, value in self.headers.items()},
+            body=b"",
+        )
+        with self.server.lock:
+            self.server.received.append(received)
+        if self.path != "/v1/models":
+            self.send_error(404, "no such endpoint")
+            return
+        body = json.dumps({"object": "list", "data": [{"id": SERVED_MODEL}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", "0"))

@@ -292,3 +292,18 @@ def test_dsh_models_shows_a_servers_controls_never_interprets_them(
     assert len(local) == 1  # the newline in the name did not start a line of its own
     assert "evil" in local[0]
     assert "name" in local[0]
+
+
+def test_a_bare_route_naming_no_provider_is_refused_naming_where(tmp_path: Path) -> None:
+    write_config(tmp_path, 'model = "olama"\n')  # a typo of ollama
+    result = dsh(tmp_path, "config", "--dump")
+    assert result.returncode == 1
+    assert "config.toml: model" in result.stderr
+    assert "'olama' is neither provider:model nor a provider's name" in result.stderr
+    write_config(tmp_path, "")
+    result = dsh(tmp_path, "config", "--dump", extra_env={"DSH_MODEL": "olama"})
+    assert result.returncode == 1
+    assert "$DSH_MODEL" in result.stderr
+    result = dsh(tmp_path, "run", "--sandbox", "danger-full-access", "--model", "olama", "hi")
+    assert result.returncode == 1
+    assert "no provider 'olama' is configured" in result.stderr

@@ -38,6 +38,7 @@ from dsh_agent_core._config import (
     SystemPrompt,
     load_config,
     parse_route,
+    split_route,
 )
 from dsh_agent_core._errors import (
     ChildWorkspaceError,
@@ -60,7 +61,12 @@ from dsh_agent_core._model_windows import (
     WindowDiscovery,
     missing_window_hint,
 )
-from dsh_agent_core._models import ProviderModel, ScriptedReplies
+from dsh_agent_core._models import (
+    SERVED_MODELS_TIMEOUT,
+    ProviderModel,
+    ProviderQueryError,
+    ScriptedReplies,
+)
 from dsh_agent_core._session_tools import (
     ChildFailedError,
     ChildWorkspaceRefusedError,
@@ -82,6 +88,7 @@ __all__ = [
     "CONFIG_FILE_NAME",
     "DISCOVERY_TIMEOUT",
     "INSTRUCTIONS_PLUGIN",
+    "SERVED_MODELS_TIMEOUT",
     "SHUTDOWN_SIGNALS",
     "BashConfig",
     "CatalogModel",
@@ -107,6 +114,7 @@ __all__ = [
     "ProviderCatalog",
     "ProviderConfig",
     "ProviderModel",
+    "ProviderQueryError",
     "ScriptedReplies",
     "SessionCreateTool",
     "SessionHost",
@@ -134,4 +142,5 @@ __all__ = [
     "missing_window_hint",
     "parse_route",
     "shutdown_on_signals",
+    "split_route",
 ]

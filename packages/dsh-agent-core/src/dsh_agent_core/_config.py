@@ -771,6 +771,8 @@ def load_config(
     except ValidationError as error:
         raise _validation_error(source, error) from None
     except ConfigError as error:
+        if error.key == "model" and data.get("model") == environ.get("DSH_MODEL"):
+            raise ConfigError("$DSH_MODEL", error.reason) from None  # the variable said it
         raise ConfigError(f"{source}: {error.key}", error.reason) from None
     except McpConfigError as error:
         where = ".".join(part for part in ("mcp.servers", error.server, error.key) if part)
