@@ -30,7 +30,6 @@ Output (``path`` relative to the search root; the path itself when ``grep`` sear
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import stat
@@ -41,6 +40,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, Field, JsonValue, WithJsonSchema
 
 from dsh_tool_fs._base import FileTool
+from dsh_tool_fs._child_output import collect_output
 from dsh_tool_fs._confinement import EscalationArgs
 from dsh_tool_fs._engine import (
     GLOB_NARROW,
@@ -255,35 +255,10 @@ async def _run_rg(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    assert process.stdout is not None
-    assert process.stderr is not None
-    errors = asyncio.ensure_future(_drain(process.stderr))
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        while chunk := await process.stdout.read(1 << 16):
-            size += len(chunk)
-            if size > RAW_OUTPUT_LIMIT:
-                raise overflow(advice)
-            chunks.append(chunk)
-        status = await process.wait()
-        stderr = await errors
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        with contextlib.suppress(BaseException):
-            await process.wait()
-        errors.cancel()
-        raise
-    return b"".join(chunks), stderr.decode("utf-8", errors="replace"), status
-
-
-async def _drain(stream: asyncio.StreamReader) -> bytes:
-    kept = bytearray()
-    while chunk := await stream.read(1 << 16):
-        if len(kept) < _STDERR_KEPT:
-            kept += chunk[: _STDERR_KEPT - len(kept)]
-    return bytes(kept)
+    stdout, stderr, status = await collect_output(
+        process, limit=RAW_OUTPUT_LIMIT, overflow=lambda: overflow(advice), stderr_kept=_STDERR_KEPT
+    )
+    return stdout, stderr.decode("utf-8", errors="replace"), status
 
 
 def _rg_failure(stdout: bytes, stderr: str, status: int) -> None:

@@ -14,7 +14,6 @@ It arms ``SIGALRM`` at start, so even a worker whose parent died ends soon after
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -22,6 +21,7 @@ import pickle
 import sys
 from typing import Any
 
+from dsh_tool_fs._child_output import collect_output
 from dsh_tool_fs._engine import (
     RAW_OUTPUT_LIMIT,
     EngineError,
@@ -74,33 +74,17 @@ async def run_in_worker(request: GlobRequest | GrepRequest, budget: float) -> li
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # a terminal's Ctrl-C is the harness's to handle, not its
     )
-    assert process.stdin is not None
-    assert process.stdout is not None
-    assert process.stderr is not None
-    errors = asyncio.ensure_future(_kept(process.stderr))
-    try:
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            process.stdin.write(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
-            await process.stdin.drain()
-            process.stdin.close()
-        answer = bytearray()
-        while chunk := await process.stdout.read(1 << 16):
-            answer += chunk
-            if len(answer) > _ANSWER_LIMIT:
-                raise EngineError(
-                    "SEARCH_RAW_OUTPUT_OVERFLOW",
-                    f"the search's results passed {_ANSWER_LIMIT // (1024 * 1024)} MB; narrow it",
-                )
-        status = await process.wait()
-        stderr = await errors
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        with contextlib.suppress(BaseException):
-            await process.wait()
-        errors.cancel()
-        raise
-    return _result(bytes(answer), status, stderr)
+    answer, stderr, status = await collect_output(
+        process,
+        limit=_ANSWER_LIMIT,
+        overflow=lambda: EngineError(
+            "SEARCH_RAW_OUTPUT_OVERFLOW",
+            f"the search's results passed {_ANSWER_LIMIT // (1024 * 1024)} MB; narrow it",
+        ),
+        stderr_kept=_STDERR_KEPT,
+        stdin=pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL),
+    )
+    return _result(answer, status, stderr)
 
 
 def _result(answer: bytes, status: int, stderr: bytes) -> list[str] | list[Hit]:
@@ -118,11 +102,3 @@ def _result(answer: bytes, status: int, stderr: bytes) -> list[str] | list[Hit]:
     said = stderr.decode("utf-8", errors="replace").strip().splitlines()
     detail = said[-1] if said else "no message"
     raise EngineError("SEARCH_FAILED", f"the search worker failed (exit status {status}): {detail}")
-
-
-async def _kept(stream: asyncio.StreamReader) -> bytes:
-    kept = bytearray()
-    while chunk := await stream.read(1 << 16):
-        if len(kept) < _STDERR_KEPT:
-            kept += chunk[: _STDERR_KEPT - len(kept)]
-    return bytes(kept)
