@@ -10,190 +10,31 @@ event with a bound (a safety net, not a speed bar).
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:  # conftest's classes, for the annotations only
+    from conftest import Dsh, LoopbackModel
+
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
-"""Seconds one dsh command or one wait may take: a safety net against a hang."""
+"""Seconds one wait may take: a safety net against a hang."""
 
-CUT = "cut"
-"""In a script: drop the connection here (the chunked body never ends: a transport failure)."""
-HANG = "hang"
-"""In a script: say so (``server.streaming``) and send nothing more until released."""
-GATE = "gate"
-"""In a script: wait for ``server.gate`` (the test closed its end of the pipe) first."""
-
-
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    chunk = {
-        "id": "chatcmpl-endings",
-        "object": "chat.completion.chunk",
-        "created": 1_767_000_000,
-        "model": "test-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(chunk)}\n\n".encode()
-
-
-def _usage(usage: dict[str, Any]) -> bytes:
-    chunk = {"id": "chatcmpl-endings", "object": "chat.completion.chunk", "choices": []}
-    return f"data: {json.dumps(chunk | {'usage': usage})}\n\n".encode()
-
-
-def text_answer(*parts: str, usage: dict[str, Any] | None = None) -> list[Any]:
-    """A text answer in ``parts`` (one delta each), ending the turn."""
-    events: list[Any] = [_chunk({"role": "assistant", "content": ""})]
-    events += [_chunk({"content": part}) for part in parts]
-    events.append(_chunk({}, "stop"))
-    if usage is not None:
-        events.append(_usage(usage))
-    return [*events, b"data: [DONE]\n\n"]
-
-
-def bash_call(command: str) -> list[Any]:
-    call = {
-        "index": 0,
-        "id": "call-1",
-        "type": "function",
-        "function": {"name": "bash", "arguments": json.dumps({"command": command})},
-    }
-    return [
-        _chunk({"role": "assistant", "content": "running it"}),
-        _chunk({"tool_calls": [call]}),
-        _chunk({}, "tool_calls"),
-        b"data: [DONE]\n\n",
-    ]
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if self.path != "/v1/chat/completions":
-            self.send_error(404, "no such endpoint")
-            return
-        with self.server.lock:
-            scripts = self.server.scripts
-            script = scripts[min(self.server.answered, len(scripts) - 1)]
-            self.server.answered += 1
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in script:
-            if event == GATE:
-                assert self.server.gate.wait(TIMEOUT)
-                continue
-            if event == HANG:
-                self.wfile.flush()
-                self.server.streaming.set()
-                self.server.release.wait(TIMEOUT)
-                self.close_connection = True
-                return
-            if event == CUT:
-                self.wfile.flush()
-                self.close_connection = True
-                return
-            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    scripts: list[list[Any]]
-    answered: int
-    lock: threading.Lock
-    gate: threading.Event
-    streaming: threading.Event
-    release: threading.Event
+CUT, HANG, GATE = "cut", "hang", "gate"
+"""Script markers of conftest's server: drop the connection; stall until released; wait for
+the gate."""
 
 
 @pytest.fixture
-def server() -> Iterator[_Server]:
-    """The model; set ``scripts`` (the n-th request gets the n-th, then the last again)."""
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.scripts = [text_answer("nothing scripted")]
-    server.answered = 0
-    server.lock = threading.Lock()
-    server.gate, server.streaming, server.release = (threading.Event() for _ in range(3))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.gate.set()
-        server.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
-@dataclass
-class Dsh:
-    home: Path
-    cwd: Path
-
-    def env(self) -> dict[str, str]:
-        return {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(self.cwd.parent),
-            "DSH_HOME": str(self.home),
-            "LANG": "C.UTF-8",
-            "NO_COLOR": "1",
-            "TERM": "dumb",
-            "COLUMNS": "200",
-            "LOCAL_LLM_KEY": "sk-endings-test",
-        }
-
-    def popen(self, *args: str, **options: Any) -> subprocess.Popen[bytes]:
-        return subprocess.Popen([str(DSH), *args], cwd=self.cwd, env=self.env(), **options)
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [str(DSH), *args],
-            cwd=self.cwd,
-            env=self.env(),
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-
-    def configure(self, server: _Server, extra: str = "") -> None:
-        host, port = server.server_address[:2]
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "config.toml").write_text(
-            'model = "local:test-model"\n'
-            '[sandbox]\nmode = "danger-full-access"\n'
-            f'[providers.local]\nbase_url = "http://{host!s}:{port}/v1"\n'
-            'api_key_env = "LOCAL_LLM_KEY"\n' + extra
-        )
-
-
-@pytest.fixture
-def dsh(tmp_path: Path) -> Dsh:
-    assert DSH.exists(), f"the dsh console script is not installed next to {sys.executable}"
-    cwd = tmp_path / "project"
-    cwd.mkdir()
-    return Dsh(home=tmp_path / "dsh-home", cwd=cwd)
+def server(model_server: LoopbackModel) -> LoopbackModel:
+    """The model of conftest's ``model_server`` (the n-th request gets the n-th script)."""
+    return model_server
 
 
 def _ending(stderr: str) -> tuple[str, Path]:
@@ -215,12 +56,15 @@ def _turn_ends(log: Path) -> list[dict[str, Any]]:
 # -- 3.5: a reader that closes the pipe early ----------------------------------------------------
 
 
-def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: _Server) -> None:
+def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: LoopbackModel) -> None:
     """``dsh run … | head -c 40``: the reader has its 40 bytes and goes; the answer written
     after that is discarded, the turn completes and logs ``turn/end``, dsh exits 0 quietly."""
     dsh.configure(server)
     long_answer = "word " * 4000
-    server.scripts = [bash_call("echo from-the-tool"), [GATE, *text_answer(long_answer)]]
+    server.scripts = [
+        server.bash_call("echo from-the-tool"),
+        [GATE, *server.text_answer(long_answer)],
+    ]
     process = dsh.popen("run", "go", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
     assert process.stderr is not None
@@ -239,10 +83,10 @@ def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: _Serv
     assert end["data"]["reason"]["kind"] == "completed"
 
 
-def test_sessions_list_into_a_closed_pipe_is_quiet(dsh: Dsh, server: _Server) -> None:
+def test_sessions_list_into_a_closed_pipe_is_quiet(dsh: Dsh, server: LoopbackModel) -> None:
     """``dsh sessions list | head -1`` (and ``--json``, ``show``): no ``Broken pipe`` error."""
     dsh.configure(server)
-    server.scripts = [text_answer("hello " * 2000)]
+    server.scripts = [server.text_answer("hello " * 2000)]
     for _ in range(3):
         assert dsh("run", "hi").returncode == 0
     (session,) = {_ending(dsh("run", "hi").stderr.decode())[0]}
@@ -269,10 +113,10 @@ def test_sessions_list_into_a_closed_pipe_is_quiet(dsh: Dsh, server: _Server) ->
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_mid_stream_still_prints_the_session_and_its_log(
-    dsh: Dsh, server: _Server, signum: int, status: int
+    dsh: Dsh, server: LoopbackModel, signum: int, status: int
 ) -> None:
     dsh.configure(server)
-    server.scripts = [[_chunk({"role": "assistant", "content": "partial answer"}), HANG]]
+    server.scripts = [[server.chunk({"role": "assistant", "content": "partial answer"}), HANG]]
     process = dsh.popen("run", "go", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert server.streaming.wait(TIMEOUT), "the model was never asked"
@@ -293,11 +137,15 @@ def test_a_signal_mid_stream_still_prints_the_session_and_its_log(
 # -- 3.4: a stream cut off mid-answer and retried ------------------------------------------------
 
 
-def test_a_cut_off_attempt_never_reaches_a_pipe(dsh: Dsh, server: _Server) -> None:
+def test_a_cut_off_attempt_never_reaches_a_pipe(dsh: Dsh, server: LoopbackModel) -> None:
     """Into a pipe, stdout holds the retried answer alone; stderr says an attempt was dropped."""
     dsh.configure(server)
-    cut = [_chunk({"role": "assistant", "content": ""}), _chunk({"content": "ABANDONED half"}), CUT]
-    server.scripts = [cut, text_answer("The whole ", "answer.")]
+    cut = [
+        server.chunk({"role": "assistant", "content": ""}),
+        server.chunk({"content": "ABANDONED half"}),
+        CUT,
+    ]
+    server.scripts = [cut, server.text_answer("The whole ", "answer.")]
     done = dsh("run", "go")
     stdout, stderr = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 0, stderr
@@ -322,10 +170,10 @@ PRICED = (
 )
 
 
-def test_each_turn_prints_its_usage_and_cost(dsh: Dsh, server: _Server) -> None:
+def test_each_turn_prints_its_usage_and_cost(dsh: Dsh, server: LoopbackModel) -> None:
     """200 fresh at $1/M + 1000 cached at $0.1/M + 30 out at $2/M = $0.00036."""
     dsh.configure(server, PRICED)
-    server.scripts = [text_answer("Hi.", usage=USAGE)]
+    server.scripts = [server.text_answer("Hi.", usage=USAGE)]
     done = dsh("run", "go")
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr
@@ -358,9 +206,9 @@ def test_each_turn_prints_its_usage_and_cost(dsh: Dsh, server: _Server) -> None:
     }
 
 
-def test_an_unpriced_model_shows_tokens_without_a_cost(dsh: Dsh, server: _Server) -> None:
+def test_an_unpriced_model_shows_tokens_without_a_cost(dsh: Dsh, server: LoopbackModel) -> None:
     dsh.configure(server, PRICED)
-    server.scripts = [text_answer("Hi.", usage=USAGE)]
+    server.scripts = [server.text_answer("Hi.", usage=USAGE)]
     done = dsh("run", "--model", "local:other-model", "go")
     stderr = done.stderr.decode()
     assert done.returncode == 0, stderr

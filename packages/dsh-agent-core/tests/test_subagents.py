@@ -5,12 +5,10 @@ ends a running child's turn in a log that resumes."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -283,30 +281,13 @@ async def test_closing_the_harness_interrupts_a_running_child_which_resumes(
 # -- `dsh run`: a child still running when the process ends is named on stderr ---------------
 
 
-def _run_endings() -> Any:
-    """The run-endings tests' module (its model server and ``dsh`` runner), loaded by path: the
-    test folder is no package."""
-    name = "agent_core_tests_run_endings"  # not dsh_*: the source-tree guard checks those
-    if name not in sys.modules:
-        path = Path(__file__).with_name("test_cli_run_endings.py")
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+TIMEOUT = 120.0
+"""Seconds one wait may take: a safety net against a hang."""
+HANG = "hang"
+"""In a script of conftest's model server: stall until released."""
 
 
-_endings = _run_endings()
-dsh = _endings.dsh  # the fixtures: a fresh DSH_HOME, and the OpenAI-compatible test server
-server = _endings.server
-_chunk = _endings._chunk
-HANG = _endings.HANG
-TIMEOUT = _endings.TIMEOUT
-
-
-def _session_create_call(prompt: str) -> list[Any]:
+def _session_create_call(server: Any, prompt: str) -> list[Any]:
     call = {
         "index": 0,
         "id": "call-1",
@@ -314,20 +295,21 @@ def _session_create_call(prompt: str) -> list[Any]:
         "function": {"name": "session_create", "arguments": json.dumps({"prompt": prompt})},
     }
     return [
-        _chunk({"role": "assistant", "content": ""}),
-        _chunk({"tool_calls": [call]}),
-        _chunk({}, "tool_calls"),
+        server.chunk({"role": "assistant", "content": ""}),
+        server.chunk({"tool_calls": [call]}),
+        server.chunk({}, "tool_calls"),
         b"data: [DONE]\n\n",
     ]
 
 
 def test_dsh_run_names_a_child_still_running_at_sigterm(
     dsh: Any,
-    server: Any,
+    model_server: Any,
 ) -> None:
+    server = model_server
     dsh.configure(server)
-    child_answer = [_chunk({"role": "assistant", "content": "partial"}), HANG]
-    server.scripts = [_session_create_call("CHILD: take your time"), child_answer]
+    child_answer = [server.chunk({"role": "assistant", "content": "partial"}), HANG]
+    server.scripts = [_session_create_call(server, "CHILD: take your time"), child_answer]
     process = dsh.popen("run", "delegate", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         assert server.streaming.wait(TIMEOUT), "the child's model was never asked"
@@ -342,5 +324,5 @@ def test_dsh_run_names_a_child_still_running_at_sigterm(
     (child_id,) = re.findall(r"^child session (\S+) was still running;", text, re.MULTILINE)
     assert f"resume it with dsh run --resume {child_id}" in text
     (log,) = (dsh.home / "sessions-plain").rglob(f"{child_id}/session.jsonl")
-    (end,) = _endings._turn_ends(log)
+    (end,) = [e for e in map(json.loads, log.read_text().splitlines()) if e["type"] == "turn/end"]
     assert end["data"]["reason"]["kind"] == "aborted"

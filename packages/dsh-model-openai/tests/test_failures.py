@@ -143,6 +143,42 @@ async def test_each_servers_context_overflow_is_its_own_code(
     assert f"HTTP {status}" in failure.message
 
 
+STATED_WINDOWS = {
+    "deepseek": 131072, "openai": None, "openai-code-only": None, "llama.cpp": 1024,
+    "llama.cpp-older": None,
+    "vllm": 2048, "vllm-v1": 4096, "ollama": None, "ollama-as-500": None,
+}  # fmt: skip
+"""The window each refusal states (``None``: it names none)."""
+
+
+@pytest.mark.parametrize("server", sorted(OVERFLOW_ANSWERS))
+async def test_the_window_an_overflow_states_is_remembered_for_its_model(
+    model: OpenAICompatibleModel, provider: Any, server: str
+) -> None:
+    """A too-large configured window would overflow every request (the summary that should
+    recover it too); the window the server enforced is told to whoever asks."""
+    assert model.overflow_window("m") is None
+    status, body = OVERFLOW_ANSWERS[server]
+    provider.reply_json(status, body)
+    failure_of(await collect(model))
+    assert model.overflow_window("m") == STATED_WINDOWS[server]
+    assert model.overflow_window("other-model") is None
+
+
+async def test_a_garbled_or_absurd_stated_window_is_not_believed(
+    model: OpenAICompatibleModel, provider: Any
+) -> None:
+    body = {"error": {"message": "exceeds the available context size", "n_ctx": 10**12,
+                      "type": "exceed_context_size_error"}}  # fmt: skip
+    provider.reply_json(400, body)
+    assert failure_of(await collect(model)).code == "CONTEXT_WINDOW_EXCEEDED"
+    assert model.overflow_window("m") is None
+    provider.reply_json(400, {"error": {"message": "ok", "n_ctx": True,
+                                        "type": "exceed_context_size_error"}})  # fmt: skip
+    failure_of(await collect(model))
+    assert model.overflow_window("m") is None
+
+
 @pytest.mark.parametrize(
     ("status", "body", "code"),
     [

@@ -81,13 +81,24 @@ class ProviderModel:
         """The window of ``model`` in tokens (`dsh_llm.ModelInfo`): the configuration's
         (``context_windows``, else ``context_window``), else the catalog's for a provider
         served at a built-in base URL, else what its server said when
-        :meth:`discover_context_window` asked; ``None`` when nothing says it."""
+        :meth:`discover_context_window` asked; ``None`` when nothing says it. A smaller window
+        that the server stated when it refused a request for its size wins over all of these
+        (a configured window that is too large would otherwise overflow every turn, and the
+        summary request that should recover it)."""
         window = self.config.window_of(model)
         if window is None:
             listed = catalog_model(self.config.base_url, model)
             window = listed.context_window if listed is not None else None
         if window is None and isinstance(self._model, OpenAICompatibleModel):
             window = self._model.context_window(model)
+        for adapter in (self._model, self._with_tools):
+            stated = (
+                adapter.overflow_window(model)
+                if isinstance(adapter, OpenAICompatibleModel)
+                else None
+            )
+            if stated is not None and (window is None or stated < window):
+                window = stated  # the server just enforced it: it wins over a larger claim
         return window
 
     def max_output(self, model: str) -> int | None:
@@ -200,7 +211,24 @@ class ProviderModel:
         if request.tools and self._with_tools is not None:
             adapter = self._with_tools
         async for chunk in adapter.stream(request):
-            yield chunk
+            yield self._named_key(chunk)
+
+    def _named_key(self, chunk: StreamChunk) -> StreamChunk:
+        """An ``AUTH`` refusal from the server, told where this provider's key came from (the
+        server cannot know: the variable, or that the provider sends none)."""
+        if not isinstance(chunk, FinishChunk) or chunk.reason.error is None:
+            return chunk
+        failure = chunk.reason.error
+        if failure.code != "AUTH":
+            return chunk
+        variable = self.config.api_key_env
+        where = (
+            f"provider {self.name!r} sends the key in ${variable}"
+            if variable is not None
+            else f"provider {self.name!r} sends no key (set providers.{self.name}.api_key_env)"
+        )
+        named = failure.model_copy(update={"message": f"{failure.message} ({where})"})
+        return chunk.model_copy(update={"reason": chunk.reason.model_copy(update={"error": named})})
 
     async def aclose(self) -> None:
         """Release the provider's connections."""

@@ -25,7 +25,13 @@ from dsh_model_openai._discover import (
     server_root,
     window_from_models,
 )
-from dsh_model_openai._failures import StreamFailure, status_failure, transport_failure
+from dsh_model_openai._failures import (
+    StreamFailure,
+    provider_message,
+    status_failure,
+    transport_failure,
+)
+from dsh_model_openai._overflow import stated_window
 from dsh_model_openai._sse import DONE, SseDecoder
 from dsh_model_openai._translate import Translator
 
@@ -153,6 +159,7 @@ class OpenAICompatibleModel:
         self._owned_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._where = self._redact(self._endpoint)
         self._discovered: dict[str, int | None] = {}
+        self._refused_at: dict[str, int] = {}
 
     def context_window(self, model: str) -> int | None:
         """The window of ``model`` in tokens (`dsh_llm.ModelInfo`): the configured
@@ -161,6 +168,13 @@ class OpenAICompatibleModel:
         if self._context_window is not None:
             return self._context_window
         return self._discovered.get(model or self._model)
+
+    def overflow_window(self, model: str) -> int | None:
+        """The window the server stated when it last refused a request to ``model`` for its
+        size (llama.cpp's ``n_ctx``, "maximum context length is N tokens", ...), or ``None``.
+        A caller that was told a larger window (a configuration, a catalog) can trust this one:
+        the server has just enforced it."""
+        return self._refused_at.get(model or self._model)
 
     async def served_models(self) -> list[str]:
         """The model ids the server lists at ``GET <base_url>/models``, in its order.
@@ -351,9 +365,14 @@ class OpenAICompatibleModel:
             ) as response:
                 if not response.is_success:
                     body = await _error_body(response)
-                    raise StreamFailure(
-                        status_failure(response.status_code, response.headers, body, self._where)
+                    failure = status_failure(
+                        response.status_code, response.headers, body, self._where
                     )
+                    if failure.code == "CONTEXT_WINDOW_EXCEEDED":
+                        window = stated_window(body, provider_message(body))
+                        if window is not None:
+                            self._refused_at[request.model or self._model] = window
+                    raise StreamFailure(failure)
                 content_type = response.headers.get("content-type", "")
                 if "json" in content_type and "event-stream" not in content_type:
                     closing = translator.whole(self._answer(await response.aread()))

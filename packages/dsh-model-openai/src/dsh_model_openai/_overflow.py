@@ -24,7 +24,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["is_context_overflow"]
+__all__ = ["is_context_overflow", "stated_window"]
 
 _OVERFLOW_CODES = frozenset(
     {
@@ -63,6 +63,28 @@ def _error_object(body: bytes) -> dict[str, Any]:
         return {}
     error = parsed.get("error")
     return error if isinstance(error, dict) else parsed
+
+
+_STATED_WINDOW = re.compile(
+    r"maximum context length is (\d{1,10}) tokens"
+    r"|available context size \((\d{1,10}) tokens\)"
+    r"|maximum model length of (\d{1,10})",
+    re.IGNORECASE,
+)
+"""Where a refusal states the window: OpenAI, DeepSeek and vLLM V0; llama.cpp; vLLM V1."""
+
+_MAX_STATED_WINDOW = 1 << 30
+"""A stated window above this is not believed (a garbled answer)."""
+
+
+def stated_window(body: bytes, message: str) -> int | None:
+    """The context window an overflow refusal states (llama.cpp's ``n_ctx`` field, else the
+    number in the wording), or ``None`` when it states none."""
+    value = _error_object(body).get("n_ctx")
+    if not (isinstance(value, int) and not isinstance(value, bool)):
+        found = _STATED_WINDOW.search(message)
+        value = int(next(g for g in found.groups() if g is not None)) if found else None
+    return value if value is not None and 0 < value <= _MAX_STATED_WINDOW else None
 
 
 def is_context_overflow(status: int, body: bytes, message: str) -> bool:
