@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dsh_agent_loop import request_from_log
-from dsh_llm import TextBlock, ToolResultMessage, Usage, UserMessage
+from dsh_llm import TextBlock, ToolResultMessage, Usage, UsageChunk, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
 
@@ -292,3 +292,28 @@ async def test_maintenance_refuses_a_running_or_woken_agent(make_loop: MakeLoop)
     with pytest.raises(AgentBusyError, match="closing"):
         async with agent.maintenance():
             pass
+
+
+async def test_a_step_whose_server_reported_no_usage_says_so_in_the_log(
+    make_loop: MakeLoop,
+) -> None:
+    """Some servers never send usage (llama-cpp-python's streams): the step's token counts and
+    cost are unknown, and the log says so in an ignorable ``llm/usage-unreported`` event after
+    the step's ``assistant/message`` (which then carries no ``usage``)."""
+    silent = [c for c in text_response("No counts.") if not isinstance(c, UsageChunk)]
+    model = ScriptedModel([silent, text_response("Counted.")])
+    loop = make_loop(model)
+    agent = await loop.create("s1", options=OPTIONS)
+    agent.followup("first")
+    await agent.wait_idle()
+    agent.followup("second")
+    await agent.wait_idle()
+
+    events = agent.session.events
+    (unreported,) = of_type(events, "llm/usage-unreported")
+    assert data(unreported) == {"turn": 1, "step": 1, "provider": "scripted", "model": "demo"}
+    assert unreported.ignorable is True
+    first, second = of_type(events, "assistant/message")
+    assert unreported.seq == first.seq + 1
+    assert "usage" not in data(first)
+    assert data(second)["usage"] == {"inputTokens": 10, "outputTokens": 8}
