@@ -98,17 +98,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
+    def _refused_key(self) -> bool:
+        """Answer 401 (and say so) when the server wants a key and this request has another."""
+        wanted = self.server.api_key
+        if wanted is None or self.headers.get("Authorization") == f"Bearer {wanted}":
+            return False
+        self._json(401, {"error": {"code": 401, "message": "Invalid API Key",
+                                   "type": "authentication_error"}})  # fmt: skip
+        return True
+
+    def do_GET(self) -> None:
+        if self.path != "/v1/models":
+            self.send_error(404, "no such endpoint")
+            return
+        if not self._refused_key():
+            self._json(200, {"object": "list", "data": [{"id": "test-model"}]})
+
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         if self.path != "/v1/chat/completions":
             self.send_error(404, "no such endpoint")
             return
         server = self.server
-        if server.api_key is not None and (
-            self.headers.get("Authorization") != f"Bearer {server.api_key}"
-        ):
-            self._json(401, {"error": {"code": 401, "message": "Invalid API Key",
-                                       "type": "authentication_error"}})  # fmt: skip
+        if self._refused_key():
             return
         refusal = server.judge(body) if server.judge is not None else None
         with server.lock:

@@ -193,3 +193,23 @@ def test_a_wrong_key_is_refused_naming_the_provider_and_its_variable(
     _, log = _log_of(stderr)
     assert "hello" in log.read_text(), "the prompt was lost"
     assert done.stdout.decode() == ""
+
+
+def test_a_wrong_key_when_asking_which_model_is_served_names_the_variable(
+    dsh: Dsh, model_server: LoopbackModel
+) -> None:
+    """``model = "local"`` names no model: dsh asks the server (GET /v1/models), which refuses
+    the key; the error says where the key came from, not only that a model is missing."""
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace('model = "local:test-model"', 'model = "local"'))
+    model_server.api_key = "sk-the-right-one"
+    done = dsh("run", "hello")
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert "HTTP 401" in stderr, stderr
+    assert "provider 'local' sends the key in $LOCAL_LLM_KEY" in stderr, stderr
+    assert "sk-loopback-test" not in stderr
+    model_server.api_key = None
+    served = dsh("run", "hello")
+    assert served.returncode == 0, served.stderr.decode()

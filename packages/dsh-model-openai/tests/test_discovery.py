@@ -190,3 +190,5 @@ async def test_served_models_refused_or_odd_is_a_typed_error(
         with pytest.raises(ServerQueryError, match=says) as raised:
             await asyncio.wait_for(model.served_models(), BOUND)
     assert wire.API_KEY not in str(raised.value)
+    # a refusal carries its status (a caller names the key's source on 401/403)
+    assert raised.value.status == (status if status != 200 else None)

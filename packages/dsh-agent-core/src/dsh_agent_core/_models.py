@@ -139,7 +139,9 @@ class ProviderModel:
             async with asyncio.timeout(within):
                 return await adapter.served_models()
         except ServerQueryError as error:
-            raise ProviderQueryError(self.name, str(error)) from None
+            refused = error.status in (401, 403)
+            why = f"{error} ({self._key_source()})" if refused else str(error)
+            raise ProviderQueryError(self.name, why) from None
         except TimeoutError:
             raise ProviderQueryError(
                 self.name, f"{self.config.base_url} did not answer within {within:g}s"
@@ -213,6 +215,13 @@ class ProviderModel:
         async for chunk in adapter.stream(request):
             yield self._named_key(chunk)
 
+    def _key_source(self) -> str:
+        """Where this provider's key comes from, for a refusal of it."""
+        variable = self.config.api_key_env
+        if variable is not None:
+            return f"provider {self.name!r} sends the key in ${variable}"
+        return f"provider {self.name!r} sends no key (set providers.{self.name}.api_key_env)"
+
     def _named_key(self, chunk: StreamChunk) -> StreamChunk:
         """An ``AUTH`` refusal from the server, told where this provider's key came from (the
         server cannot know: the variable, or that the provider sends none)."""
@@ -221,13 +230,7 @@ class ProviderModel:
         failure = chunk.reason.error
         if failure.code != "AUTH":
             return chunk
-        variable = self.config.api_key_env
-        where = (
-            f"provider {self.name!r} sends the key in ${variable}"
-            if variable is not None
-            else f"provider {self.name!r} sends no key (set providers.{self.name}.api_key_env)"
-        )
-        named = failure.model_copy(update={"message": f"{failure.message} ({where})"})
+        named = failure.model_copy(update={"message": f"{failure.message} ({self._key_source()})"})
         return chunk.model_copy(update={"reason": chunk.reason.model_copy(update={"error": named})})
 
     async def aclose(self) -> None:

@@ -50,7 +50,12 @@ _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 class ServerQueryError(Exception):
     """A server could not be asked what it serves (unreachable, refused, or an answer that is not
-    a model list); the message names the URL and why."""
+    a model list); the message names the URL and why, and ``status`` is the HTTP status of a
+    refusal (``None`` otherwise)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def _positive(value: object) -> int | None:
@@ -162,7 +167,9 @@ async def read_answer(
             method, url, headers=dict(headers), content=content, timeout=limits
         ) as response:
             if not response.is_success:
-                raise ServerQueryError(f"{url} answered HTTP {response.status_code}")
+                raise ServerQueryError(
+                    f"{url} answered HTTP {response.status_code}", response.status_code
+                )
             raw = bytearray()
             async for piece in response.aiter_bytes():
                 raw += piece

@@ -243,7 +243,7 @@ class OpenAICompatibleModel:
                 self._client(), method, url, headers=headers, limits=timeout, body=body
             )
         except ServerQueryError as error:
-            raise ServerQueryError(self._redact(str(error))) from None
+            raise ServerQueryError(self._redact(str(error)), error.status) from None
 
     @property
     def base_url(self) -> str:
