@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -286,3 +289,76 @@ def dsh(tmp_path: Path) -> Dsh:
     cwd = tmp_path / "project"
     cwd.mkdir()
     return Dsh(home=tmp_path / "dsh-home", cwd=cwd)
+
+
+class Terminal:
+    """A real terminal: ``dsh`` running in a tmux pane (its own tmux server), read back from
+    what the pane shows. Waits poll the screen with a bound (a safety net, not a speed bar)."""
+
+    def __init__(self, name: str, cwd: Path, env: dict[str, str], argv: list[str]) -> None:
+        self.name = name
+        self._tmux = ["tmux", "-L", name]
+        command = " ".join(
+            ["env", "-i", *(f"{k}={shlex.quote(v)}" for k, v in env.items())]
+            + [shlex.quote(a) for a in argv]
+            + ["; echo '[dsh exited '$?']'; sleep 600"]
+        )
+        subprocess.run(
+            [*self._tmux, "new-session", "-d", "-s", "dsh", "-x", "110", "-y", "45",
+             "-c", str(cwd), command],
+            check=True, timeout=30,
+        )  # fmt: skip
+
+    def send(self, text: str, *, enter: bool = True) -> None:
+        """Type ``text`` (literally) and, by default, Enter."""
+        subprocess.run([*self._tmux, "send-keys", "-t", "dsh", "-l", text], check=True, timeout=30)
+        if enter:
+            self.keys("Enter")
+
+    def keys(self, *keys: str) -> None:
+        """Press tmux key names (``C-c``, ``C-d``, ``Escape``, ``Enter``)."""
+        subprocess.run([*self._tmux, "send-keys", "-t", "dsh", *keys], check=True, timeout=30)
+
+    def screen(self) -> str:
+        """What the pane shows now, with its scrollback (wrapped lines joined)."""
+        shown = subprocess.run(
+            [*self._tmux, "capture-pane", "-p", "-J", "-t", "dsh", "-S", "-2000"],
+            capture_output=True, text=True, check=True, timeout=30,
+        )  # fmt: skip
+        return shown.stdout
+
+    def wait_for(self, text: str, *, after: int = 0, timeout: float = TIMEOUT) -> str:
+        """Wait until ``text`` shows (past character ``after`` of the screen); the screen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen()
+            if text in screen[after:]:
+                return screen
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never showed; the screen:\n{screen}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        subprocess.run([*self._tmux, "kill-server"], check=False, timeout=30,
+                       capture_output=True)  # fmt: skip
+
+
+@pytest.fixture
+def terminal(dsh: Dsh) -> Iterator[Callable[..., Terminal]]:
+    """Starts ``dsh ARGS`` in a real terminal (tmux) in the ``dsh`` fixture's folder and home."""
+    assert shutil.which("tmux"), "tmux is not installed (the README's set-up installs it)"
+    opened: list[Terminal] = []
+
+    def start(*args: str) -> Terminal:
+        env = dsh.env() | {"TERM": "xterm-256color"}
+        env.pop("NO_COLOR", None)
+        env.pop("COLUMNS", None)  # the pane says its own size
+        name = f"dsh-test-{os.getpid()}-{len(opened)}-{time.monotonic_ns()}"
+        opened.append(Terminal(name, dsh.cwd, env, [str(DSH), *args]))
+        return opened[-1]
+
+    try:
+        yield start
+    finally:
+        for terminal in opened:
+            terminal.close()

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
+from dsh_agent_core._errors import DshError
 from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
 from dsh_agent_core._instructions import instruction_files
 from dsh_agent_core._models import (
@@ -35,7 +36,8 @@ from dsh_agent_core._permissions import (
 from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core.cli._approval import terminal_answerer
-from dsh_agent_core.cli._common import State, async_command, err, log_to_terminal, out
+from dsh_agent_core.cli._common import State, async_command, err, fail, log_to_terminal, out
+from dsh_agent_core.cli._interactive import run_interactive
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._terminal import terminal_json, terminal_text
 from dsh_agent_core.cli._transcript import LivePrinter
@@ -49,24 +51,125 @@ __all__ = ["main"]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _session_options(command: Any) -> Any:
+    """The options of an interactive session (``dsh`` alone, ``dsh chat``)."""
+    for option in reversed(
+        [
+            click.option("--model", help="provider:model (default: the config's model)."),
+            click.option("--preset", help="A preset of the config (system prompt, tools, model)."),
+            click.option(
+                "--sandbox",
+                "sandbox_mode",
+                type=click.Choice(SANDBOX_MODES),
+                help="Where commands may write (default: the config's, else workspace-write).",
+            ),
+            click.option(
+                "--approval",
+                type=click.Choice(["ask", "never"]),
+                help="Ask before widening the sandbox, or never.",
+            ),
+            click.option("--resume", "resume_id", help="Continue this session (an id or prefix)."),
+            click.option(
+                "-c",
+                "--continue",
+                "continue_",
+                is_flag=True,
+                help="Continue the most recent session of this directory.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
 @click.option("--profile", help="Use [profiles.NAME] of the config (also $DSH_PROFILE).")
 @click.option("--home", "home", help="The DSH home (default: $DSH_HOME, else ~/.dsh).")
 @click.option("--config", "config_path", help="The config file (default: <home>/config.toml).")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@_session_options
 @click.version_option(package_name="dsh-agent-core", prog_name="dsh")
 @click.pass_context
 def cli(
     ctx: click.Context,
+    /,
     profile: str | None,
     home: str | None,
     config_path: str | None,
     debug: bool,
+    **session: Any,
 ) -> None:
-    """dsh: the DeepSeek Harness agent core. Session logs are plain JSONL under
-    <DSH_HOME>/sessions-plain unless the config says otherwise."""
+    """dsh: the DeepSeek Harness agent core. With no command, an interactive session in this
+    directory (as `dsh chat`). Session logs are plain JSONL under <DSH_HOME>/sessions-plain
+    unless the config says otherwise."""
     log_to_terminal()
     ctx.obj = State(profile=profile, home=home, config_path=config_path, debug=debug)
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(chat, **session)
+    elif any(value not in (None, False) for value in session.values()):
+        raise click.UsageError("session options go after the command (dsh run --model ...)")
+
+
+@cli.command()
+@_session_options
+@click.pass_obj
+@async_command
+async def chat(
+    state: State,
+    model: str | None,
+    preset: str | None,
+    sandbox_mode: str | None,
+    approval: str | None,
+    resume_id: str | None,
+    continue_: bool,
+) -> None:
+    """An interactive session in this directory (what `dsh` alone opens): type a prompt,
+    /help for the commands, Ctrl-C to cancel a turn, Ctrl-D to exit."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail("the interactive session needs a terminal; in a script use: dsh run PROMPT", code=2)
+    if resume_id is not None and continue_:
+        fail("give --resume ID or -c/--continue, not both", code=2)
+    sandbox: dict[str, Any] = {}
+    if sandbox_mode is not None:
+        sandbox["mode"] = sandbox_mode
+    if approval is not None:
+        sandbox["approval"] = approval
+    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
+    here = _real_cwd()
+
+    async def choose_agent(harness: Harness) -> Any:
+        chosen = resume_id
+        if resume_id is not None:
+            chosen = await _session_by_prefix(harness, resume_id)
+        elif continue_:
+            chosen = await _latest_here(harness, here)
+        return await _run_agent(
+            harness, config, chosen, model, preset, None, sandbox, sandbox_mode, approval
+        )
+
+    await run_interactive(config, cwd=here, choose_agent=choose_agent)
+
+
+def _real_cwd() -> str:
+    return os.path.realpath(os.getcwd())
+
+
+async def _session_by_prefix(harness: Harness, prefix: str) -> str:
+    """The one stored session whose id starts with ``prefix`` (a typed error otherwise)."""
+    matches = sorted({s.id for s in await harness.sessions() if s.id.startswith(prefix)})
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise DshError(f"no session id starts with {prefix!r}")
+    raise DshError(f"{prefix!r} matches {len(matches)} sessions: {', '.join(matches[:5])}")
+
+
+async def _latest_here(harness: Harness, here: str) -> str:
+    """The most recently updated session whose workspace is ``here`` (a real path)."""
+    found = [s for s in await harness.sessions() if s.header.cwd == here]
+    if not found:
+        raise DshError(f"no session to continue in {here}; start one with dsh")
+    return max(found, key=lambda s: s.updated_at or 0).id
 
 
 def _print_row(row: SessionStatusRow) -> None:

@@ -1,0 +1,264 @@
+"""How the interactive session shows a turn: the answer as markdown, finished block by finished
+block (so nothing is re-wrapped or redrawn), reasoning dimmed and capped, each tool call as one
+line (an edit as a bounded unified diff), its result in brief.
+
+Everything shown comes from a model or a tool, so everything goes through the sanitizing
+``TerminalConsole`` (controls shown as escapes, never interpreted)."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.text import Text
+
+from dsh_agent_core.cli._terminal import terminal_text
+from dsh_agent_core.cli._transcript import reason_text
+from dsh_session import SessionEvent
+
+__all__ = ["DIFF_LINES", "Activity", "MarkdownPrinter", "call_line", "edit_diff"]
+
+DIFF_LINES = 40
+"""The most lines of a diff shown on the terminal (the whole edit stays in the log)."""
+REASONING_LINES = 8
+"""The most lines of one reasoning block shown (dimmed); the rest stays in the log."""
+RESULT_LINES = 6
+"""The most lines of a tool's output shown under its call."""
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _one_line(value: Any, limit: int = 160) -> str:
+    text = terminal_text(str(value), one_line=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def call_line(name: str, raw_arguments: Any) -> str:
+    """One readable line for a tool call: ``bash: <command>``, ``read: <path> (lines a–b)``,
+    ``edit: <path>``, ``write: <path> (N lines)``, else the name and its arguments in brief."""
+    args = _arguments(raw_arguments)
+    path = args.get("file_path") or args.get("path")
+    if name == "bash" and "command" in args:
+        return f"bash: {_one_line(args['command'])}"
+    if name == "read" and path:
+        offset, limit = args.get("offset"), args.get("limit")
+        if isinstance(offset, int) or isinstance(limit, int):
+            first = offset if isinstance(offset, int) else 1
+            last = f"{first + limit - 1}" if isinstance(limit, int) else "end"
+            return f"read: {_one_line(path)} (lines {first}–{last})"
+        return f"read: {_one_line(path)}"
+    if name == "edit" and path:
+        return f"edit: {_one_line(path)}"
+    if name == "write" and path:
+        content = args.get("content")
+        lines = len(content.splitlines()) if isinstance(content, str) else 0
+        return f"write: {_one_line(path)} ({lines} lines)"
+    if name in ("grep", "glob") and "pattern" in args:
+        where = f" in {_one_line(path, 80)}" if path else ""
+        return f"{name}: {_one_line(args['pattern'], 100)}{where}"
+    brief = ", ".join(f"{key}={_one_line(value, 60)}" for key, value in args.items())
+    return f"{_one_line(name, 60)}({_one_line(brief, 140)})"
+
+
+def edit_diff(name: str, raw_arguments: Any, limit: int = DIFF_LINES) -> list[str]:
+    """The unified diff an ``edit`` (old → new text) or a ``write`` (its new content, as
+    added lines) makes, at most ``limit`` lines with a note of what was left out."""
+    args = _arguments(raw_arguments)
+    path = str(args.get("file_path") or "")
+    if name == "edit" and isinstance(args.get("old_string"), str):
+        old = str(args["old_string"]).splitlines()
+        new = str(args.get("new_string", "")).splitlines()
+    elif name == "write" and isinstance(args.get("content"), str):
+        old, new = [], str(args["content"]).splitlines()
+    else:
+        return []
+    lines = list(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", lineterm="", n=2))
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines in the log)"]
+    return [terminal_text(line, one_line=True) for line in lines]
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    if line.startswith("@@"):
+        return "cyan"
+    return "dim"
+
+
+@dataclass
+class Activity:
+    """What the session is doing now, for the status line's spinner."""
+
+    label: str = ""
+    since: float = field(default_factory=time.monotonic)
+
+    def set(self, label: str) -> None:
+        self.label, self.since = label, time.monotonic()
+
+    def text(self) -> str:
+        if not self.label:
+            return ""
+        return f"{self.label} {time.monotonic() - self.since:.0f}s"
+
+
+class MarkdownPrinter:
+    """A session subscriber that prints a turn for a person at a terminal."""
+
+    def __init__(self, console: Console, activity: Activity | None = None) -> None:
+        self._console = console
+        self.activity = activity if activity is not None else Activity()
+        self._text = ""  # the answer block being streamed, not yet printed
+        self._reasoning = ""
+        self._reasoning_shown = 0
+        self._calls: dict[str, tuple[str, Any]] = {}
+        self.last_reason: Any = None
+        self.last_turn: Any = None
+
+    def __call__(self, event: SessionEvent) -> None:
+        """Print what ``event`` adds (a stream that cannot be written never stops a turn)."""
+        with contextlib.suppress(OSError):
+            self._show(event)
+
+    # -- the answer ---------------------------------------------------------------------------
+
+    def _complete_blocks(self) -> None:
+        """Print every finished markdown block (up to a blank line outside a code fence)."""
+        while True:
+            cut = self._block_end(self._text)
+            if cut is None:
+                return
+            block, self._text = self._text[:cut], self._text[cut:]
+            self._markdown(block)
+
+    @staticmethod
+    def _block_end(text: str) -> int | None:
+        fenced = False
+        position = 0
+        for line in text.splitlines(keepends=True):
+            position += len(line)
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+            elif not fenced and not line.strip() and position > len(line):
+                return position
+        return None
+
+    def _markdown(self, block: str) -> None:
+        if block.strip():
+            self._console.print(Markdown(terminal_text(block), code_theme="ansi_dark"))
+
+    def _flush_text(self) -> None:
+        text, self._text = self._text, ""
+        self._markdown(text)
+
+    def _reasoning_delta(self, text: str) -> None:
+        self._reasoning += text
+        *done, self._reasoning = self._reasoning.split("\n")
+        for line in done:
+            self._reasoning_line(line)
+
+    def _reasoning_line(self, line: str) -> None:
+        self._reasoning_shown += 1
+        if self._reasoning_shown <= REASONING_LINES:
+            self._console.print(Text(terminal_text(line, one_line=True), style="dim italic"))
+        elif self._reasoning_shown == REASONING_LINES + 1:
+            self._console.print(Text("  … (more reasoning in the log)", style="dim italic"))
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning:
+            self._reasoning_line(self._reasoning)
+        self._reasoning, self._reasoning_shown = "", 0
+
+    # -- events --------------------------------------------------------------------------------
+
+    def _show(self, event: SessionEvent) -> None:
+        kind = event.type
+        data: Any = event.data if isinstance(event.data, dict) else {}
+        if kind == "step/start":
+            self.activity.set("thinking")
+        elif kind == "assistant/chunk":
+            chunk = data.get("chunk", {})
+            kind_of = chunk.get("type")
+            if kind_of == "text-delta":
+                self.activity.set("answering")
+                self._text += str(chunk.get("text", ""))
+                self._complete_blocks()
+            elif kind_of == "reasoning-delta":
+                self.activity.set("reasoning")
+                self._reasoning_delta(str(chunk.get("text", "")))
+            elif kind_of == "block-end":
+                self._end_reasoning()
+                self._flush_text()
+        elif kind == "assistant/message":
+            self._end_reasoning()
+            self._flush_text()
+        elif kind == "tool/call":
+            self._flush_text()
+            name, arguments = str(data.get("name")), data.get("arguments", "")
+            self._calls[str(data.get("callId"))] = (name, arguments)
+            self.activity.set(f"running {name}")
+            self._console.print(Text(f"⏺ {call_line(name, arguments)}", style="cyan"))
+            for line in edit_diff(name, arguments):
+                self._console.print(Text(f"    {line}", style=_diff_style(line)))
+        elif kind == "tool/result":
+            self._result(data)
+            self.activity.set("thinking")
+        elif kind == "llm/retry":
+            self._flush_text()
+            failure = data.get("failure", {})
+            self._console.print(
+                Text(
+                    f"retrying in {data.get('delayMs')} ms after {failure.get('code')}: "
+                    f"{_one_line(failure.get('message'), 200)}",
+                    style="yellow",
+                )
+            )
+        elif kind == "compaction/start":
+            self.activity.set("compacting")
+            self._console.print(Text("compacting the conversation…", style="dim"))
+        elif kind == "compaction/end" and data.get("error"):
+            self._console.print(Text(f"compaction failed: {_one_line(data['error'])}", "yellow"))
+        elif kind == "turn/end":
+            self._end_reasoning()
+            self._flush_text()
+            self.activity.set("")
+            self.last_reason, self.last_turn = data.get("reason"), data.get("turn")
+            reason = self.last_reason
+            if not isinstance(reason, dict) or reason.get("kind") != "completed":
+                self._console.print(
+                    Text(f"turn {data.get('turn')} ended: {reason_text(reason)}", "yellow")
+                )
+
+    def _result(self, data: dict[str, Any]) -> None:
+        content = data.get("content")
+        text = ""
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):
+            text = "".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        lines = text.rstrip("\n").split("\n") if text.strip() else ["(no output)"]
+        shown = lines[:RESULT_LINES]
+        if len(lines) > RESULT_LINES:
+            shown.append(f"… ({len(lines) - RESULT_LINES} more lines)")
+        style = "red" if data.get("isError") else "dim"
+        for i, line in enumerate(shown):
+            prefix = "  ⎿ " if i == 0 else "    "
+            self._console.print(Text(prefix + terminal_text(line, one_line=True), style=style))

@@ -1,0 +1,279 @@
+"""``dsh`` interactive (issue 34 §1 and §3), as a person uses it: a real terminal (tmux) running
+the installed ``dsh`` against conftest's scripted loopback model server; every assertion is on
+what the pane shows, or on the log and the requests the server received."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # conftest's classes, for the annotations only
+    from conftest import Dsh, LoopbackModel, Terminal
+
+GATE = "gate"
+"""In a script of conftest's model server: wait for ``server.gate`` first."""
+HANG = "hang"
+"""In a script: say so (``server.streaming``) and stall until released."""
+
+
+def _session_of(screen: str) -> str:
+    (found,) = set(re.findall(r"session ([0-9a-f-]{36})", screen))
+    return found
+
+
+def _log(dsh: Dsh, session_id: str) -> list[dict[str, Any]]:
+    (path,) = dsh.home.rglob(f"{session_id}/session.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _types(events: list[dict[str, Any]]) -> list[str]:
+    return [e["type"] for e in events]
+
+
+def _escalating_bash(server: LoopbackModel, command: str, call_id: str) -> list[Any]:
+    arguments = {
+        "command": command,
+        "description": "needs the network",
+        "sandbox_permissions": "danger-full-access",
+        "justification": "to fetch the dependencies",
+    }
+    call = {"index": 0, "id": call_id, "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps(arguments)}}  # fmt: skip
+    return [
+        server.chunk({"role": "assistant", "content": ""}),
+        server.chunk({"tool_calls": [call]}),
+        server.chunk({}, "tool_calls"),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def _tool_call(server: LoopbackModel, name: str, arguments: dict[str, Any]) -> list[Any]:
+    call = {"index": 0, "id": f"call-{name}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return [
+        server.chunk({"role": "assistant", "content": ""}),
+        server.chunk({"tool_calls": [call]}),
+        server.chunk({}, "tool_calls"),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def test_a_streamed_markdown_answer_is_rendered_and_escapes_stay_visible(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [
+        model_server.text_answer(
+            "Here is **bold** text.\n\n",
+            "- first item\n- second item\n\n",
+            "```python\nprint('hi')\n```\n\n",
+            "Danger: \x1b[31mRED\x1b[0m and \x1b]0;title\x07 done.",
+        )
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("show me markdown")
+    screen = screen_of.wait_for("done.")
+    assert "Here is bold text." in screen  # rendered: no asterisks
+    assert "**bold**" not in screen
+    assert "• first item" in screen
+    assert "print('hi')" in screen
+    assert "```" not in screen
+    assert "\\x1b[31mRED\\x1b[0m" in screen  # shown, never interpreted
+    assert "\\x1b]0;title\\x07" in screen
+    assert "local:test-model" in screen  # the status line
+
+
+def test_an_inline_approval_for_the_session_then_a_second_call_is_not_asked(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    model_server.scripts = [
+        _escalating_bash(model_server, "echo first-call", "call-1"),
+        _escalating_bash(model_server, "echo second-call", "call-2"),
+        model_server.text_answer("Both ran."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("run two commands")
+    screen = screen_of.wait_for("s allow for this session")
+    assert "command: echo first-call" in screen
+    assert "reason: escalate sandbox to danger-full-access: to fetch the dependencies" in screen
+    screen_of.send("s")
+    screen = screen_of.wait_for("Both ran.")
+    assert screen.count("approval needed") == 1, screen
+    assert "first-call" in screen
+    assert "second-call" in screen
+    events = _log(dsh, _session_of(screen))
+    decided = [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"]
+    assert decided == ["allowed-once", "allowed-once"]
+    (grant,) = [e["data"] for e in events if e["type"] == "approval/session-grant"]
+    assert grant["toolName"] == "bash"
+    assert grant["sandbox"] == "danger-full-access"
+
+
+def test_reject_with_a_message_tells_the_model(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    model_server.scripts = [
+        _escalating_bash(model_server, "curl example.com", "call-1"),
+        model_server.text_answer("Understood."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("fetch it")
+    screen_of.wait_for("s allow for this session")
+    screen_of.send("r use the vendored copy instead")
+    screen_of.wait_for("Understood.")
+    sent = json.dumps(model_server.bodies[1]["messages"])
+    assert "use the vendored copy instead" in sent
+
+
+def test_ctrl_c_cancels_the_turn_keeps_a_valid_log_and_exits_printing_how_to_resume(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [
+        [model_server.chunk({"role": "assistant", "content": "partial answer"}), HANG],
+        model_server.text_answer("After the cancel."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("take long")
+    assert model_server.streaming.wait(60)
+    screen_of.wait_for("partial answer")
+    screen_of.keys("C-c")
+    screen_of.wait_for("(cancelled)")
+    screen_of.send("again")
+    screen = screen_of.wait_for("After the cancel.")
+    session_id = _session_of(screen)
+    events = _log(dsh, session_id)
+    ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
+    assert ends == ["aborted", "completed"]
+    screen_of.keys("C-d")
+    screen = screen_of.wait_for("[dsh exited 0]")
+    assert f"resume: dsh --resume {session_id}" in screen
+
+
+def test_a_line_typed_while_a_tool_runs_steers_the_next_step(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [
+        model_server.bash_call("echo tool-ran", description="print"),
+        [GATE, *model_server.text_answer("Steered.")],
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("go")
+    screen_of.wait_for("tool-ran")
+    screen_of.send("please also mention cats")
+    screen_of.wait_for("(steering: please also mention cats)")
+    model_server.gate.set()
+    screen_of.wait_for("Steered.")
+    sent = json.dumps(model_server.bodies[-1]["messages"])
+    assert "please also mention cats" in sent
+
+
+def test_status_model_compact_and_continue(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [
+        model_server.text_answer("First answer."),
+        model_server.text_answer("Second answer."),
+        model_server.text_answer("SUMMARY of the talk."),
+        model_server.text_answer("On the other model."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("one")
+    screen_of.wait_for("First answer.")
+    screen_of.send("two")
+    screen_of.wait_for("Second answer.")
+    screen_of.send("/status")
+    screen = screen_of.wait_for("tokens    ")
+    session_id = _session_of(screen)
+    assert f"session   {session_id}" in screen
+    assert "model     local:test-model" in screen
+    assert "sandbox   danger-full-access" in screen
+    screen_of.send("/compact")
+    screen_of.wait_for("compacted:")
+    assert "SUMMARY of the talk." in json.dumps(
+        [e["data"] for e in _log(dsh, session_id) if e["type"] == "compaction/summary"]
+    )
+    screen_of.send("/model local:other-model")
+    screen_of.wait_for("model: local:other-model")
+    screen_of.send("three")
+    screen_of.wait_for("On the other model.")
+    assert model_server.bodies[-1]["model"] == "other-model"
+    screen_of.send("/nonsense")
+    screen_of.wait_for("unknown command /nonsense")
+    screen_of.send("/exit")
+    screen_of.wait_for("[dsh exited 0]")
+    events = _log(dsh, session_id)
+    names = [e["data"]["name"] for e in events if e["type"] == "command/run"]
+    assert names[:3] == ["status", "compact", "model"]
+    assert _types(events).count("command/done") == len(names)
+
+    again = terminal("-c")
+    screen = again.wait_for("/help for commands")
+    assert f"session {session_id}" in screen
+
+
+def test_an_edit_shows_its_diff_and_diff_lists_it(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    (dsh.cwd / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    model_server.scripts = [
+        _tool_call(model_server, "read", {"file_path": "notes.txt"}),  # edit needs a read first
+        _tool_call(
+            model_server,
+            "edit",
+            {"file_path": "notes.txt", "old_string": "beta", "new_string": "BETA-CHANGED"},
+        ),
+        model_server.text_answer("Edited."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("edit the notes")
+    screen = screen_of.wait_for("Edited.")
+    assert "edit: notes.txt" in screen
+    assert "-beta" in screen
+    assert "+BETA-CHANGED" in screen
+    assert (dsh.cwd / "notes.txt").read_text() == "alpha\nBETA-CHANGED\ngamma\n"
+    screen_of.send("/diff")
+    screen = screen_of.wait_for("1 file change(s) in this session")
+    assert screen.count("+BETA-CHANGED") == 2, screen  # under the call, then in /diff
+
+
+def test_without_a_terminal_the_session_says_to_use_run(dsh: Dsh) -> None:
+    done = dsh("chat")
+    assert done.returncode == 2
+    assert b"needs a terminal" in done.stderr
+    assert b"dsh run PROMPT" in done.stderr
+
+
+def test_resume_by_prefix_and_a_prefix_that_matches_nothing(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal], tmp_path: Path
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [model_server.text_answer("Stored.")]
+    first = dsh("run", "store one")
+    assert first.returncode == 0, first.stderr.decode()
+    session_id = _session_of(first.stderr.decode())
+    screen_of = terminal("--resume", session_id[:6])
+    screen = screen_of.wait_for("/help for commands")
+    assert f"session {session_id}" in screen
+    missing = terminal("--resume", "zzzz")
+    screen = missing.wait_for("[dsh exited")
+    assert "no session id starts with 'zzzz'" in screen
