@@ -187,8 +187,8 @@ def test_a_plain_profile_still_refuses_the_homes_database(dsh: Dsh) -> None:
     done = dsh("sessions", "export", plain_row["session_id"], "-o", str(database))
     refused(done, database, "the SQLite database")
     assert dsh.store() == before
-    assert (
-        sqlite_row["session_id"]
+    assert (  # the table shows each id as a unique prefix (issue 34)
+        sqlite_row["session_id"][:8]
         in dsh.ok("--profile", "sqlite", "sessions", "list").stdout.decode()
     )
 

@@ -276,4 +276,4 @@ def test_resume_by_prefix_and_a_prefix_that_matches_nothing(
     assert f"session {session_id}" in screen
     missing = terminal("--resume", "zzzz")
     screen = missing.wait_for("[dsh exited")
-    assert "no session id starts with 'zzzz'" in screen
+    assert "no session starts with 'zzzz'" in screen

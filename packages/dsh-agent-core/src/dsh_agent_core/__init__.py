@@ -45,6 +45,7 @@ from dsh_agent_core._errors import (
     ConfigError,
     DshError,
     HomeConflictError,
+    SandboxUnavailableError,
     UnknownPresetError,
 )
 from dsh_agent_core._harness import Harness, build_persistence, compose, interrupted_child_notice
@@ -115,6 +116,7 @@ __all__ = [
     "ProviderConfig",
     "ProviderModel",
     "ProviderQueryError",
+    "SandboxUnavailableError",
     "ScriptedReplies",
     "SessionCreateTool",
     "SessionHost",

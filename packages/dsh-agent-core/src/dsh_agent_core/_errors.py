@@ -7,6 +7,7 @@ __all__ = [
     "ConfigError",
     "DshError",
     "HomeConflictError",
+    "SandboxUnavailableError",
     "UnknownPresetError",
 ]
 
@@ -35,6 +36,17 @@ class HomeConflictError(ConfigError):
         )
         self.top = top
         self.skills = skills
+
+
+class SandboxUnavailableError(DshError):
+    """``mode`` confines commands but bubblewrap cannot run here (``cause``; ``fix`` says what
+    to do): refused before any session exists, so a confined command never runs unconfined."""
+
+    def __init__(self, mode: str, cause: str, fix: str) -> None:
+        super().__init__(f"the {mode} sandbox cannot run here: {cause}; fix: {fix}")
+        self.mode = mode
+        self.cause = cause
+        self.fix = fix
 
 
 class UnknownPresetError(ConfigError):

@@ -18,6 +18,7 @@ from dsh_agent_core._errors import (
     ChildWorkspaceError,
     DshError,
     HomeConflictError,
+    SandboxUnavailableError,
     UnknownPresetError,
 )
 from dsh_agent_core._hook_files import hook_files
@@ -339,15 +340,15 @@ class Harness:
         return self.executor.probe(workspace=workspace)
 
     def check_sandbox(self, mode: SandboxMode | None = None) -> None:
-        """Raise :class:`DshError` with the fix in one line when ``mode`` (default: the
-        config's) confines commands and bubblewrap cannot run here, before any session
-        exists: a confined command never runs unconfined."""
+        """Raise :class:`SandboxUnavailableError` with the fix in one line when ``mode``
+        (default: the config's) confines commands and bubblewrap cannot run here, before any
+        session exists: a confined command never runs unconfined."""
         mode = mode or self.config.sandbox.mode
         if mode == "danger-full-access":
             return
         probe = self.sandbox_probe()
         if not probe.available:
-            raise DshError(f"the {mode} sandbox cannot run here: {probe.cause}; fix: {probe.fix}")
+            raise SandboxUnavailableError(mode, str(probe.cause), str(probe.fix))
 
     def _session_sandbox_mode(self, execution: ToolExecution) -> SandboxMode | None:
         """The calling session's logged sandbox mode (its own knob beats the config's)."""

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import os
 import re
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,7 @@ from rich.text import Text
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._demo import DEMO_PROMPT, demo_model
-from dsh_agent_core._errors import DshError
-from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
+from dsh_agent_core._harness import Harness, compose
 from dsh_agent_core._instructions import instruction_files
 from dsh_agent_core._models import (
     SERVED_MODELS_TIMEOUT,
@@ -26,24 +24,16 @@ from dsh_agent_core._models import (
     ProviderQueryError,
     provider_models,
 )
-from dsh_agent_core._permissions import (
-    approval_of,
-    logged_approval_policy,
-    logged_sandbox_mode,
-    pin_permissions,
-    sandbox_mode_of,
-)
 from dsh_agent_core._signals import shutdown_on_signals
 from dsh_agent_core._status import SessionStatusRow
-from dsh_agent_core.cli._approval import terminal_answerer
 from dsh_agent_core.cli._common import State, async_command, err, fail, log_to_terminal, out
 from dsh_agent_core.cli._interactive import run_interactive
+from dsh_agent_core.cli._run import _run_agent, run
+from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._terminal import terminal_json, terminal_text
 from dsh_agent_core.cli._transcript import LivePrinter
-from dsh_agent_core.cli._usage import turn_line, turn_totals
 from dsh_bash_sandbox import probe_sandbox
-from dsh_llm import context_window_of
 from dsh_shell import SANDBOX_MODES
 
 __all__ = ["main"]
@@ -140,9 +130,9 @@ async def chat(
     async def choose_agent(harness: Harness) -> Any:
         chosen = resume_id
         if resume_id is not None:
-            chosen = await _session_by_prefix(harness, resume_id)
+            chosen = await resolve_session_id(harness.persistence, resume_id)
         elif continue_:
-            chosen = await _latest_here(harness, here)
+            chosen = await latest_session_here(harness.persistence, here)
         return await _run_agent(
             harness, config, chosen, model, preset, None, sandbox, sandbox_mode, approval
         )
@@ -154,24 +144,6 @@ def _real_cwd() -> str:
     return os.path.realpath(os.getcwd())
 
 
-async def _session_by_prefix(harness: Harness, prefix: str) -> str:
-    """The one stored session whose id starts with ``prefix`` (a typed error otherwise)."""
-    matches = sorted({s.id for s in await harness.sessions() if s.id.startswith(prefix)})
-    if len(matches) == 1:
-        return matches[0]
-    if not matches:
-        raise DshError(f"no session id starts with {prefix!r}")
-    raise DshError(f"{prefix!r} matches {len(matches)} sessions: {', '.join(matches[:5])}")
-
-
-async def _latest_here(harness: Harness, here: str) -> str:
-    """The most recently updated session whose workspace is ``here`` (a real path)."""
-    found = [s for s in await harness.sessions() if s.header.cwd == here]
-    if not found:
-        raise DshError(f"no session to continue in {here}; start one with dsh")
-    return max(found, key=lambda s: s.updated_at or 0).id
-
-
 def _print_row(row: SessionStatusRow) -> None:
     table = Table(show_header=True, header_style="bold")
     for column in ("session", "title", "status", "updated"):
@@ -180,159 +152,6 @@ def _print_row(row: SessionStatusRow) -> None:
     out.print(table)
     if row.session_path:
         out.print(f"log: {row.session_path}", markup=False)
-
-
-async def _run_turn(harness: Harness, agent: Any, prompt: str) -> Any:
-    printer = LivePrinter(out, err)
-    subscription = agent.session.subscribe(printer)
-    loop = asyncio.get_running_loop()
-    interrupted = False
-
-    def on_interrupt() -> None:
-        nonlocal interrupted
-        interrupted = True
-        agent.cancel()
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signals here
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
-    try:
-        agent.followup(prompt)
-        await agent.wait_idle()
-    finally:
-        subscription.close()
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
-        if printer.last_turn is not None:
-            _print_usage(harness, agent, printer.last_turn)
-    if interrupted:
-        sys.exit(130)
-    return printer.last_reason
-
-
-def _print_usage(harness: Harness, agent: Any, turn: int) -> None:
-    """The turn's usage line on standard error (nothing when no model call was made)."""
-    config = harness.config
-
-    def prices_of(provider: str, model: str) -> Any:
-        return config.model_facts(provider, model).prices
-
-    totals = turn_totals(agent.session.events, turn, prices_of)
-    if not totals.calls:
-        return
-    window = None
-    if totals.route is not None:
-        provider, model = totals.route
-        with contextlib.suppress(ValueError):
-            window = context_window_of(harness.models.get(provider), model)
-        if window is None:
-            window = config.model_facts(provider, model).context_window
-    err.print(turn_line(totals, window), markup=False)
-
-
-def _print_ending(session_id: str, session_path: str | None) -> None:
-    """How every ``dsh run`` ends, however it ends: the session, its log, how to go on."""
-    err.print(f"session {session_id}", markup=False)
-    if session_path:
-        err.print(f"log: {session_path}", markup=False)
-    err.print(f"resume: dsh run --resume {session_id} PROMPT", markup=False)
-
-
-@cli.command()
-@click.argument("prompt")
-@click.option("--model", help="provider:model (default: the config's model).")
-@click.option("--resume", "resume_id", help="Continue this session instead of a new one.")
-@click.option("--preset", help="A preset of the config (system prompt, tools, model).")
-@click.option("--cwd", help="The session's working directory (default: here).")
-@click.option(
-    "--sandbox",
-    "sandbox_mode",
-    type=click.Choice(SANDBOX_MODES),
-    help="Where commands may write (default: the config's, else workspace-write).",
-)
-@click.option(
-    "--approval",
-    type=click.Choice(["ask", "never"]),
-    help="Ask before widening the sandbox, or never (default: ask; never under full access).",
-)
-@click.pass_obj
-@async_command
-async def run(
-    state: State,
-    prompt: str,
-    model: str | None,
-    resume_id: str | None,
-    preset: str | None,
-    cwd: str | None,
-    sandbox_mode: str | None,
-    approval: str | None,
-) -> None:
-    """Run one turn of an agent on PROMPT, streaming the answer and its tool calls.
-
-    Commands run confined by bubblewrap unless the sandbox is danger-full-access; where it
-    cannot run, dsh refuses to start. In a terminal, a command that asks for a wider sandbox
-    shows an approval prompt; without one, such a request is denied (fail closed)."""
-    sandbox: dict[str, Any] = {}
-    if sandbox_mode is not None:
-        sandbox["mode"] = sandbox_mode
-    if approval is not None:
-        sandbox["approval"] = approval
-    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
-    ending: list[tuple[str, str | None]] = []  # printed on every ending, signals included
-    harness: Harness | None = None
-    try:
-        async with shutdown_on_signals(compose(config)) as harness:
-            agent = await _run_agent(
-                harness, config, resume_id, model, preset, cwd, sandbox, sandbox_mode, approval
-            )
-            row = await harness.status_of(agent.id)
-            ending.append((agent.id, row.session_path))
-            if sys.stdin.isatty():
-                harness.extensions.approval.add(terminal_answerer(err))
-            reason = await _run_turn(harness, agent, prompt)
-            row = await harness.status_of(agent.id)
-            ending[0] = (agent.id, row.session_path or ending[0][1])
-    finally:
-        for session_id, session_path in ending:
-            _print_ending(session_id, session_path)
-        for child_id in harness.interrupted_children if harness is not None else ():
-            err.print(interrupted_child_notice(child_id), markup=False)
-    if not isinstance(reason, dict) or reason.get("kind") not in ("completed", "max-tokens"):
-        sys.exit(1)
-
-
-async def _run_agent(
-    harness: Harness,
-    config: Config,
-    resume_id: str | None,
-    model: str | None,
-    preset: str | None,
-    cwd: str | None,
-    sandbox: dict[str, Any],
-    sandbox_mode: str | None,
-    approval: str | None,
-) -> Any:
-    """The agent ``dsh run`` drives: the resumed session (its own knobs kept, a flag given
-    replacing only its knob) or a new one; every refusal comes before anything is logged."""
-    if resume_id is not None:
-        if model is not None:
-            harness.check_route(model)
-        agent = await harness.resume(resume_id, model=model)
-        session = agent.session
-        mode = sandbox_mode_of(sandbox_mode) or logged_sandbox_mode(session)
-        policy = approval_of(approval) or logged_approval_policy(session)
-        mode = mode or config.sandbox.mode
-        policy = policy or config.sandbox.approval_policy
-        if session.header.parent_session is not None:
-            policy = "never"  # a delegated child never asks
-        harness.check_sandbox(mode)  # refused: nothing is logged
-        if sandbox:
-            pin_permissions(session, mode, policy)
-        return agent
-    harness.loop(preset)  # an unknown preset is the error to report, before any route
-    settings = harness.config.presets.get(preset) if preset is not None else None
-    harness.check_route(model or (settings.model if settings is not None else None))
-    harness.check_sandbox(config.sandbox.mode)
-    return await harness.create(preset=preset, model=model, cwd=cwd or os.getcwd())
 
 
 @cli.command()
@@ -556,6 +375,7 @@ async def models_command(state: State, as_json: bool, within: float) -> None:
         err.print(f"{failed} of {len(rows)} providers did not say what they serve", markup=False)
 
 
+cli.add_command(run)
 cli.add_command(sessions)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO, cast
 
 import click
+from rich.cells import cell_len, set_cell_size
 from rich.progress import Progress
 from rich.table import Table
 
@@ -22,6 +23,7 @@ from dsh_agent_core.cli._destinations import (
     store_parts,
     write_atomically,
 )
+from dsh_agent_core.cli._session_ids import resolve_session_id, short_ids
 from dsh_agent_core.cli._terminal import terminal_json, terminal_json_lines
 from dsh_agent_core.cli._transcript import render_transcript
 from dsh_agent_core.cli._usage import PricesOf, UsageTotals, session_totals, totals_text
@@ -57,13 +59,55 @@ def _table(rows: list[dict[str, str | None]]) -> Table:
     return table
 
 
+def _cut(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` terminal cells with an ellipsis when longer."""
+    text = " ".join(text.split())  # a newline in a title would break the row
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+def _list_table(rows: list[dict[str, str | None]], ids: dict[str, str], width: int) -> Table:
+    """The rows of ``sessions list`` in ``width`` columns (80 at least is assumed): each id as
+    its short form in ``ids``, the title cut to the room left, the update time to the minute
+    (UTC). Rich's own shrinking would cut the id and the time first: the widths are set here."""
+    cells = [
+        (
+            ids.get(row.get("session_id") or "", row.get("session_id") or ""),
+            row.get("title") or "",
+            row.get("status") or "",
+            (row.get("updated_at") or "")[:16].replace("T", " "),
+        )
+        for row in rows
+    ]
+    headers = ("session", "title", "status", "updated (UTC)")
+    fixed = [max([len(headers[i]), *(cell_len(c[i]) for c in cells)]) for i in (0, 2, 3)]
+    room = max(width - 13 - sum(fixed), 10)  # 5 rules and 2 spaces of padding per column
+    table = Table(show_header=True, header_style="bold")
+    table.add_column(headers[0], no_wrap=True, min_width=fixed[0])
+    table.add_column(headers[1], no_wrap=True)
+    table.add_column(headers[2], no_wrap=True, min_width=fixed[1])
+    table.add_column(headers[3], no_wrap=True, min_width=fixed[2])
+    for session, title, status, updated in cells:
+        table.add_row(session, _cut(title, room), status, updated)
+    return table
+
+
 @sessions.command("list")
-@click.option("--limit", default=50, show_default=True, help="How many of the most recent.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=50,
+    show_default=True,
+    help="How many of the most recent (at least 1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON array of status rows.")
 @click.pass_obj
 @async_command
 async def list_command(state: State, limit: int, as_json: bool) -> None:
-    """The most recently updated sessions, with status, title and log path."""
+    """The most recently updated sessions: id (its shortest unique prefix, 8 characters at
+    least, which every command accepts for the id), title, status and when it was updated.
+    --json gives the whole rows: full ids, log paths and usage totals."""
     config = state.config()
     async with compose(config) as harness:
         rows = [row.to_json() for row in await harness.status(limit)]
@@ -72,12 +116,15 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
                 totals = await _totals(harness.persistence, config, row["session_id"])
                 if totals is not None:
                     row["totals"] = totals.to_json()
+        else:
+            stored = [snapshot.id for snapshot in await harness.sessions()]
+            ids = short_ids([*stored, *(row["session_id"] for row in rows)])
     if as_json:
         out.print(terminal_json(rows))
     elif not rows:
         err.print("no sessions yet (try: dsh demo)")
     else:
-        out.print(_table(rows))
+        out.print(_list_table(rows, ids, out.width))
 
 
 @sessions.command("status")
@@ -86,8 +133,10 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
 @click.pass_obj
 @async_command
 async def status_command(state: State, session_id: str, as_json: bool) -> None:
-    """One session's status row (exit status 1 when it is missing)."""
+    """One session's status row (exit status 1 when it is missing). SESSION_ID may be any
+    unique prefix of the id."""
     async with compose(state.config()) as harness:
+        session_id = await resolve_session_id(harness.persistence, session_id, missing_ok=True)
         row = await harness.status_of(session_id)
     if as_json:
         out.print(terminal_json(row.to_json()))
@@ -103,12 +152,14 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
 @click.pass_obj
 @async_command
 async def show_command(state: State, session_id: str, raw: bool) -> None:
-    """A readable transcript of a session (or, with --raw, its log)."""
+    """A readable transcript of a session (or, with --raw, its log). SESSION_ID may be any
+    unique prefix of the id."""
     config = state.config()
     if raw:
         _check_stdout(config)
     persistence = build_persistence(config)
     try:
+        session_id = await resolve_session_id(persistence, session_id, missing_ok=True)
         if raw:
             stdout = _stdout_stream()
             await export_session(persistence, session_id, stdout)
@@ -136,7 +187,8 @@ async def show_command(state: State, session_id: str, raw: bool) -> None:
 async def export_command(state: State, session_ids: tuple[str, ...], output: Path | None) -> None:
     """Export sessions as plain JSONL (the same bytes from every backend); several sessions go
     into a zip of <session>.jsonl files. The file is written whole or not at all (a failed
-    export leaves an existing one as it was), and never into the session store."""
+    export leaves an existing one as it was), and never into the session store. Each id may
+    be any unique prefix of it."""
     several = len(session_ids) > 1  # as named: `export X X -o a.zip` is still a zip
     session_ids = tuple(dict.fromkeys(session_ids))  # an id named twice is exported once
     if several and (output is None or output.suffix != ".zip"):
@@ -149,6 +201,8 @@ async def export_command(state: State, session_ids: tuple[str, ...], output: Pat
         target = check_destination(output, store_parts(config))
     persistence = build_persistence(config)
     try:
+        resolved = [await resolve_session_id(persistence, i, missing_ok=True) for i in session_ids]
+        session_ids = tuple(dict.fromkeys(resolved))
         if target is None:
             stdout = _stdout_stream()
             await export_session(persistence, session_ids[0], stdout)
@@ -299,11 +353,13 @@ async def migrate_command(state: State, source: Path | None, dest: Path | None) 
 @async_command
 async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
     """Read every log (or the named ones) through the backend and report corruption by file
-    and line. Exit status 1 when any log is damaged or missing."""
+    and line (each named id may be any unique prefix of it). Exit status 1 when any log is
+    damaged or missing."""
     persistence = build_persistence(state.config())
     bad = 0
     try:
-        ids = list(dict.fromkeys(session_ids)) or sorted(s.id for s in await persistence.list())
+        named = [await resolve_session_id(persistence, i, missing_ok=True) for i in session_ids]
+        ids = list(dict.fromkeys(named)) or sorted(s.id for s in await persistence.list())
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("verifying", total=len(ids))
             for session_id in ids:
@@ -340,8 +396,10 @@ async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
 async def compact_command(state: State, session_id: str) -> None:
     """Compact an idle session now: its conversation but the newest exchange becomes one
     checkpoint written by the session's own model (the originals stay in the log). Exit status
-    1 when it cannot (running, open in another process, the summary failed, not found)."""
+    1 when it cannot (running, open in another process, the summary failed, not found).
+    SESSION_ID may be any unique prefix of the id."""
     async with compose(state.config()) as harness:
+        session_id = await resolve_session_id(harness.persistence, session_id, missing_ok=True)
         result = await harness.compact(session_id)
     if result is None:
         out.print(f"session {session_id}: nothing to compact yet", markup=False)
