@@ -200,7 +200,7 @@ def test_status_model_compact_and_continue(
     screen_of.send("two")
     screen_of.wait_for("Second answer.")
     screen_of.send("/status")
-    screen = screen_of.wait_for("tokens    ")
+    screen = screen_of.wait_for("usage     ")
     session_id = _session_of(screen)
     assert f"session   {session_id}" in screen
     assert "model     local:test-model" in screen

@@ -73,7 +73,7 @@ async def _status(context: SlashContext, args: str) -> str:
         f"model     {route[0]}:{route[1]}" if route else "model     (none yet)",
         f"sandbox   {session.sandbox_mode()} · approvals {session.approval_policy()}",
         f"context   {used}",
-        f"tokens    {totals_text(totals)}",
+        f"usage     {totals_text(totals)}",
     ]
     text = "\n".join(lines)
     context.say(text)
