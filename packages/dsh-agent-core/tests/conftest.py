@@ -295,9 +295,8 @@ class Terminal:
     """A real terminal: ``dsh`` running in a tmux pane (its own tmux server), read back from
     what the pane shows. Waits poll the screen with a bound (a safety net, not a speed bar)."""
 
-    def __init__(self, name: str, cwd: Path, env: dict[str, str], argv: list[str]) -> None:
-        self.name = name
-        self._tmux = ["tmux", "-L", name]
+    def __init__(self, socket: Path, cwd: Path, env: dict[str, str], argv: list[str]) -> None:
+        self._tmux = ["tmux", "-S", str(socket)]  # its own server, its socket in the test's folder
         command = " ".join(
             ["env", "-i", *(f"{k}={shlex.quote(v)}" for k, v in env.items())]
             + [shlex.quote(a) for a in argv]
@@ -353,8 +352,8 @@ def terminal(dsh: Dsh) -> Iterator[Callable[..., Terminal]]:
         env = dsh.env() | {"TERM": "xterm-256color"}
         env.pop("NO_COLOR", None)
         env.pop("COLUMNS", None)  # the pane says its own size
-        name = f"dsh-test-{os.getpid()}-{len(opened)}-{time.monotonic_ns()}"
-        opened.append(Terminal(name, dsh.cwd, env, [str(DSH), *args]))
+        socket = dsh.cwd.parent / f"tmux-{len(opened)}.sock"
+        opened.append(Terminal(socket, dsh.cwd, env, [str(DSH), *args]))
         return opened[-1]
 
     try:

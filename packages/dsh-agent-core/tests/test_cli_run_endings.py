@@ -57,30 +57,41 @@ def _turn_ends(log: Path) -> list[dict[str, Any]]:
 
 
 def test_a_closed_stdout_never_stops_the_turn_or_its_log(dsh: Dsh, server: LoopbackModel) -> None:
-    """``dsh run … | head -c 40``: the reader has its 40 bytes and goes; the answer written
-    after that is discarded, the turn completes and logs ``turn/end``, dsh exits 0 quietly."""
+    """``dsh run … | head -c 40``: the reader has its 40 bytes and goes; the rest of the answer
+    (more than a pipe holds) is discarded, the turn completes and logs ``turn/end``, dsh exits
+    0 quietly."""
     dsh.configure(server)
-    long_answer = "word " * 4000
-    server.scripts = [
-        server.bash_call("echo from-the-tool"),
-        [GATE, *server.text_answer(long_answer)],
-    ]
+    long_answer = "word " * 40_000  # 200 KB: the write blocks until the reader goes
+    server.scripts = [server.bash_call("echo from-the-tool"), server.text_answer(long_answer)]
     process = dsh.popen("run", "go", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None
     assert process.stderr is not None
-    head = process.stdout.read(40)  # the first step's text and tool call
+    head = process.stdout.read(40)  # the final answer's start: into a pipe, nothing else
     process.stdout.close()  # as `head -c 40` exits
-    server.gate.set()  # now the final answer is written into the closed pipe
     stderr = process.stderr.read().decode()
     process.stderr.close()
     assert process.wait(TIMEOUT) == 0, stderr
-    assert head.startswith(b"running it"), head
+    assert head == b"word " * 8, head
     assert "Broken pipe" not in stderr
     assert "Traceback" not in stderr
     assert "error" not in stderr
     _, log = _ending(stderr)
     (end,) = _turn_ends(log)
     assert end["data"]["reason"]["kind"] == "completed"
+
+
+def test_into_a_pipe_stdout_holds_the_final_answer_alone(dsh: Dsh, server: LoopbackModel) -> None:
+    """A script reads the answer: the text of a step that called tools, the calls and their
+    output go to standard error."""
+    dsh.configure(server)
+    server.scripts = [server.bash_call("echo from-the-tool"), server.text_answer("The end.")]
+    done = dsh("run", "go")
+    stderr = done.stderr.decode()
+    assert done.returncode == 0, stderr
+    assert done.stdout == b"The end.\n"
+    assert "running it" in stderr
+    assert "⏺ bash: echo from-the-tool" in stderr
+    assert "from-the-tool" in stderr
 
 
 def test_sessions_list_into_a_closed_pipe_is_quiet(dsh: Dsh, server: LoopbackModel) -> None:

@@ -250,11 +250,11 @@ def test_run_shows_controls_of_model_text_reasoning_tool_calls_and_tool_output(
     ]
     dsh.configure(model_server, FULL_ACCESS)
     done = dsh.ok("run", f"T{PAYLOAD}", "--sandbox", "danger-full-access")
-    stdout = assert_shown(done.stdout)
-    assert r"\x00" in stdout  # the reasoning's NUL
-    assert f"bash: {PRINTF}; : '<{SHOWN}" in stdout  # the tool call line
-    assert rf"⎿ {SHOWN}\x1b[2J\x07|\x08|\x0b|\x0c|\r|\x7f|\x85|" in stdout  # its output
-    assert_shown(done.stderr, every=False)
+    assert_shown(done.stdout)  # into a pipe: the final answer alone
+    stderr = assert_shown(done.stderr, every=False)  # the steps that called tools
+    assert r"\x00" in stderr  # the reasoning's NUL
+    assert f"bash: {PRINTF}; : '<{SHOWN}" in stderr  # the tool call line
+    assert rf"⎿ {SHOWN}\x1b[2J\x07|\x08|\x0b|\x0c|\r|\x7f|\x85|" in stderr  # its output
 
 
 def test_sessions_show_list_and_status_show_the_logged_controls(

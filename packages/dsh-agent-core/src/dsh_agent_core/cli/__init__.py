@@ -179,7 +179,7 @@ async def demo(state: State, as_json: bool) -> None:
             err.print(Text(f"dsh demo · session {agent.id}", style="bold"))
             err.print(f"sandbox: {config.sandbox.mode}", markup=False)
             out.print(f"> {DEMO_PROMPT}", markup=False)
-        printer = LivePrinter(out if not as_json else err, err)
+        printer = LivePrinter(out if not as_json else err, err, answer_only=False)
         subscription = agent.session.subscribe(printer)
         agent.followup(DEMO_PROMPT)
         await agent.wait_idle()

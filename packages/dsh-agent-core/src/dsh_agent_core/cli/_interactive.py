@@ -162,6 +162,9 @@ class InteractiveSession:
         parts.append(f"{tokens:,} tokens")
         parts.append(self.sandbox_mode())
         running = self.activity.text()
+        tail = self.printer.streaming_tail if self.printer is not None else ""
+        if running and tail:
+            running = f"{running}: {tail}"
         if running:
             spinner = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"[int(time.monotonic() * 8) % 10]
             parts.append(f"{spinner} {running}")

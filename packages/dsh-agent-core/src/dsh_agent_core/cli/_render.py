@@ -1,5 +1,6 @@
-"""How the interactive session shows a turn: the answer as markdown, finished block by finished
-block (so nothing is re-wrapped or redrawn), reasoning dimmed and capped, each tool call as one
+"""How the interactive session shows a turn: the answer as markdown, finished line by finished
+line (a code block once it closes; nothing is re-wrapped or redrawn, and the line being streamed
+shows in the status line), reasoning dimmed and capped, each tool call as one
 line (an edit as a bounded unified diff), its result in brief.
 
 Everything shown comes from a model or a tool, so everything goes through the sanitizing
@@ -126,7 +127,9 @@ class MarkdownPrinter:
     def __init__(self, console: Console, activity: Activity | None = None) -> None:
         self._console = console
         self.activity = activity if activity is not None else Activity()
-        self._text = ""  # the answer block being streamed, not yet printed
+        self._text = ""  # the answer's line being streamed, not yet printed
+        self._fence: list[str] | None = None  # an open fenced code block's lines
+        self._blank = True  # the last thing printed was a blank line (or nothing)
         self._reasoning = ""
         self._reasoning_shown = 0
         self._calls: dict[str, tuple[str, Any]] = {}
@@ -141,33 +144,48 @@ class MarkdownPrinter:
     # -- the answer ---------------------------------------------------------------------------
 
     def _complete_blocks(self) -> None:
-        """Print every finished markdown block (up to a blank line outside a code fence)."""
-        while True:
-            cut = self._block_end(self._text)
-            if cut is None:
-                return
-            block, self._text = self._text[:cut], self._text[cut:]
-            self._markdown(block)
+        """Print every finished line: prose line by line as markdown (a heading, a list item,
+        bold and code spans render at once), a fenced code block whole once it closes."""
+        *lines, self._text = self._text.split("\n")
+        for line in lines:
+            self._line(line)
 
-    @staticmethod
-    def _block_end(text: str) -> int | None:
-        fenced = False
-        position = 0
-        for line in text.splitlines(keepends=True):
-            position += len(line)
-            if line.lstrip().startswith(("```", "~~~")):
-                fenced = not fenced
-            elif not fenced and not line.strip() and position > len(line):
-                return position
-        return None
+    def _line(self, line: str) -> None:
+        fence = line.lstrip().startswith(("```", "~~~"))
+        if self._fence is not None:
+            self._fence.append(line)
+            if fence:
+                self._markdown("\n".join(self._fence))
+                self._fence = None
+            return
+        if fence:
+            self._fence = [line]
+        elif not line.strip():
+            if not self._blank:
+                self._console.print()
+            self._blank = True
+            return
+        else:
+            self._markdown(line)
+        self._blank = False
 
     def _markdown(self, block: str) -> None:
         if block.strip():
             self._console.print(Markdown(terminal_text(block), code_theme="ansi_dark"))
 
     def _flush_text(self) -> None:
-        text, self._text = self._text, ""
-        self._markdown(text)
+        if self._text:
+            self._line(self._text)
+            self._text = ""
+        if self._fence is not None:  # an answer that ended inside a code block
+            self._markdown("\n".join([*self._fence, "```"]))
+            self._fence = None
+
+    @property
+    def streaming_tail(self) -> str:
+        """The end of the line being streamed (not printed until it ends), for a status line."""
+        tail = terminal_text(self._text, one_line=True)
+        return tail if len(tail) <= 60 else "…" + tail[-59:]
 
     def _reasoning_delta(self, text: str) -> None:
         self._reasoning += text

@@ -85,14 +85,24 @@ class LivePrinter:
     arrives; when a model call fails mid-answer and is retried, a marker line closes the
     abandoned part and the answer starts again below it. Into a pipe or a file, each model
     call's text is written once the call has succeeded, so a script reads the answer that
-    counts and never an abandoned attempt (status lines still say a retry happened). Printing
+    counts and never an abandoned attempt (status lines still say a retry happened); and, with
+    ``answer_only`` (the default), only the final answer goes there: a step that called tools,
+    its calls and their output go to ``status`` (standard error). Printing
     never stops the turn: a reader that went away (``| head``) loses the rest, the turn and
     its log go on."""
 
-    def __init__(self, console: Console, status: Console, *, stream: bool | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        status: Console,
+        *,
+        stream: bool | None = None,
+        answer_only: bool = True,
+    ) -> None:
         self._console = console
         self._status = status
         self._stream = console.is_terminal if stream is None else stream
+        self._whole = self._stream or not answer_only  # every step and tool on ``console``
         self._mid_line = False
         self._shown = 0  # characters of the current model call already shown (streaming)
         self._pending: list[tuple[str, str]] = []  # the current call's text (into a pipe)
@@ -118,13 +128,24 @@ class LivePrinter:
         elif self._pending and not self._pending[-1][0].endswith("\n"):
             self._pending.append(("\n", ""))
 
-    def _flush(self) -> None:
-        """Write the current call's text (into a pipe: the call is over and it stands)."""
+    def _flush(self, *, final: bool = True) -> None:
+        """Write the current call's text (into a pipe: the call is over and it stands). Into a
+        pipe, the text of a step that called tools is not the answer: it goes to ``status``."""
         pending, self._pending = self._pending, []
+        console = self._console if final or self._whole else self._status
         for text, style in pending:
-            self._console.print(_text(text, style), end="")
-            self._mid_line = not text.endswith("\n")
+            console.print(_text(text, style), end="")
+            if console is self._console:
+                self._mid_line = not text.endswith("\n")
+        if console is self._status and pending and not pending[-1][0].endswith("\n"):
+            console.print()
         self._shown = 0
+
+    @property
+    def _tools(self) -> Console:
+        """Where tool calls and their output go: with the answer on a terminal, to ``status``
+        into a pipe (which then holds the final answer alone)."""
+        return self._console if self._whole else self._status
 
     def _abandon(self) -> None:
         """The current call failed and is retried: mark (terminal) or drop (pipe) its text."""
@@ -159,14 +180,19 @@ class LivePrinter:
             elif chunk.get("type") == "block-end":
                 self._end_block()
         elif kind == "assistant/message":
-            self._flush()
+            content = data.get("content") if isinstance(data, dict) else None
+            calls = any(
+                isinstance(block, dict) and block.get("type") == "tool-call"
+                for block in content or ()
+            )
+            self._flush(final=not calls)
         elif kind == "tool/call":
-            self._flush()
+            self._flush(final=False)
             self._newline()
             summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
-            self._console.print(_text(f"⏺ {summary}", "cyan"))
+            self._tools.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
-            _print_result(self._console, data)
+            _print_result(self._tools, data)
         elif kind == "llm/retry":
             self._abandon()
             failure = data.get("failure", {})
