@@ -370,7 +370,7 @@ def _run_in_a_terminal(dsh: Dsh, args: list[str]) -> tuple[int, bytes]:
         assert process.stderr is not None
         for chunk in iter(lambda: process.stderr.read1(4096), b""):  # type: ignore[union-attr]
             stderr.extend(chunk)
-            if b"allow once (a) or reject (r)" in stderr:
+            if b"answer: a allow once" in stderr:
                 prompted.set()
 
     reader = threading.Thread(target=read_stderr, daemon=True)

@@ -277,3 +277,49 @@ def test_resume_by_prefix_and_a_prefix_that_matches_nothing(
     missing = terminal("--resume", "zzzz")
     screen = missing.wait_for("[dsh exited")
     assert "no session starts with 'zzzz'" in screen
+
+
+# -- dsh run's approval prompt on a terminal ------------------------------------------------------
+
+
+def test_dsh_run_ctrl_c_at_the_approval_prompt_cancels_and_leaves_nothing_reading(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    """Before: a thread stayed blocked reading standard input, so dsh ran on until someone
+    pressed Enter (and swallowed the next shell command typed)."""
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    model_server.scripts = [_escalating_bash(model_server, "echo hi", "call-1")]
+    screen_of = terminal("run", "do it")
+    screen = screen_of.wait_for("answer: a allow once")
+    assert "command: echo hi" in screen
+    screen_of.keys("C-c")
+    screen = screen_of.wait_for("[dsh exited 130]")
+    session_id = _session_of(screen)
+    events = _log(dsh, session_id)
+    (end,) = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+    assert end["kind"] == "aborted"
+    assert f"resume: dsh run --resume {session_id} PROMPT" in screen
+
+
+def test_dsh_run_allow_for_the_session_covers_the_turns_second_request(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    model_server.scripts = [
+        _escalating_bash(model_server, "echo first-call", "call-1"),
+        _escalating_bash(model_server, "echo second-call", "call-2"),
+        model_server.text_answer("Both ran."),
+    ]
+    screen_of = terminal("run", "two commands")
+    screen_of.wait_for("answer: a allow once")
+    screen_of.send("s")
+    screen = screen_of.wait_for("[dsh exited 0]")
+    assert screen.count("approval needed") == 1, screen
+    assert "Both ran." in screen
+    events = _log(dsh, _session_of(screen))
+    decided = [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"]
+    assert decided == ["allowed-once", "allowed-once"]

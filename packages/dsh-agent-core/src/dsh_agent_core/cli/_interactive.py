@@ -4,7 +4,7 @@ One prompt (prompt_toolkit: history per project, multi-line paste, Esc-Enter for
 completion of slash commands and paths) over one agent. A line typed while a turn runs is
 steered into that turn; Ctrl-C cancels the turn (or, at an empty prompt, twice exits); Ctrl-D
 exits. Answers render through :mod:`dsh_agent_core.cli._render`, approvals are asked inline
-(:mod:`dsh_agent_core.cli._approval_inline`), slash commands are in
+(:mod:`dsh_agent_core.cli._approval`), slash commands are in
 :mod:`dsh_agent_core.cli._slash`. The status line under the input shows the model, the context
 used, the session's tokens, the sandbox mode and what is running."""
 
@@ -15,7 +15,6 @@ import contextlib
 import os
 import shutil
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +29,10 @@ from prompt_toolkit.key_binding.key_processor import KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.text import Text
 
-from dsh_agent import ApprovalRequest
 from dsh_agent_core._config import Config
 from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
 from dsh_agent_core._permissions import logged_approval_policy, logged_sandbox_mode
-from dsh_agent_core.cli._approval_inline import InlineApprovals
+from dsh_agent_core.cli._approval import InlineApprovals
 from dsh_agent_core.cli._render import Activity, MarkdownPrinter
 from dsh_agent_core.cli._slash import SLASH_COMMANDS, SlashContext, run_slash
 from dsh_agent_core.cli._terminal import TerminalConsole, terminal_text
@@ -207,21 +205,6 @@ class InteractiveSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self.turn_task
 
-    # -- approvals ----------------------------------------------------------------------------
-
-    def log_grant(self, request: ApprovalRequest, kind: tuple[str, str]) -> None:
-        tool, sandbox = kind
-        data: dict[str, Any] = {"grantId": str(uuid.uuid4()), "toolName": tool}
-        if request.call_id is not None:
-            data["callId"] = request.call_id
-        if sandbox:
-            data["sandbox"] = sandbox
-        self.agent.session.append("approval/session-grant", data, ignorable=True)
-        self.console.print(Text(f"(allowed for this session: {tool} {sandbox})".rstrip(), "dim"))
-
-    def reject_message(self, request: ApprovalRequest, message: str) -> None:
-        self.agent.steer(f"I rejected the {request.tool_name} call: {message}")
-
     # -- the loop -----------------------------------------------------------------------------
 
     def _bindings(self) -> KeyBindings:
@@ -296,12 +279,7 @@ async def run_interactive(config: Config, *, cwd: str, choose_agent: Any) -> Non
         with patch_stdout(raw=True):
             session = InteractiveSession(harness=harness, agent=agent, cwd=cwd)
             session.attach(agent)
-            session.approvals = InlineApprovals(
-                console=session.console,
-                log_grant=session.log_grant,
-                on_reject_message=session.reject_message,
-                on_change=session.refresh,
-            )
+            session.approvals = InlineApprovals(console=session.console, on_change=session.refresh)
             harness.extensions.approval.add(session.approvals.answer)
             try:
                 await session.loop(config)
