@@ -177,3 +177,21 @@ def test_project_message_gives_none_for_log_only_events() -> None:
     from dsh_session import make_event, project_message
 
     assert project_message(make_event("turn/start", 0, 0, {"turn": 1})) is None
+
+
+def test_a_user_message_with_the_harness_meta_field_derives_without_it() -> None:
+    """The TypeScript harness wrote ``meta`` beside user messages from 2026-07-23 to 07-26 (9
+    real logs); it is bookkeeping: the derived message leaves it out, the event keeps it."""
+    session = Session(HEADER)
+    data = {
+        "content": [{"type": "text", "text": "hi"}],
+        "source": {"kind": "user"},
+        "meta": {"clientMessageId": "m-1", "composer": {"mode": "chat"}},
+    }
+    event = session.append("user/message", data)
+    (derived,) = session.derive_messages()
+    assert isinstance(derived, UserMessage)
+    assert derived.model_dump(mode="json", by_alias=True, exclude_none=True)["content"] == [
+        {"type": "text", "text": "hi"}
+    ]
+    assert event.to_wire()["data"]["meta"] == data["meta"]

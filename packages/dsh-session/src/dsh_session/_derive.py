@@ -45,6 +45,15 @@ def _tool_result(data: JsonObject) -> ToolResultMessage:
     )
 
 
+def _without_meta(data: JsonObject) -> JsonObject:
+    """A ``user/message`` as the model sees it: the ``meta`` object the TypeScript harness wrote
+    beside the message from 2026-07-23 to 07-26 is bookkeeping (never model-visible), so the
+    derived message leaves it out; the event keeps it byte for byte."""
+    if isinstance(data, dict) and "meta" in data:
+        return {key: value for key, value in data.items() if key != "meta"}
+    return data
+
+
 def project_message(event: SessionEvent) -> Message | None:
     """The model message a surface event stands for, or ``None`` (an empty assistant message,
     or a non-surface event).
@@ -58,7 +67,7 @@ def project_message(event: SessionEvent) -> Message | None:
     data = event.to_wire()["data"]
     try:
         if event.type == "user/message":
-            return UserMessage.model_validate(data)
+            return UserMessage.model_validate(_without_meta(data))
         if event.type == "assistant/message":
             return _assistant(data)
         if event.type == "tool/result":
