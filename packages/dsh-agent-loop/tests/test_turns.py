@@ -5,6 +5,7 @@ from __future__ import annotations
 from dsh_agent_loop import request_from_log
 from dsh_llm import TextBlock, ToolResultMessage, Usage, UsageChunk, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from dsh_session import encode_header_line
 from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
 
 
@@ -317,3 +318,18 @@ async def test_a_step_whose_server_reported_no_usage_says_so_in_the_log(
     assert unreported.seq == first.seq + 1
     assert "usage" not in data(first)
     assert data(second)["usage"] == {"inputTokens": 10, "outputTokens": 8}
+
+
+async def test_every_created_header_carries_its_delegation_depth(make_loop: MakeLoop) -> None:
+    """The TypeScript harness refuses a header without ``delegationDepth`` ("first line is not a
+    session header"); a top-level session is written with 0, a fork with its own depth."""
+    loop = make_loop(ScriptedModel([text_response("Hi.")]))
+    agent = await loop.create("s1", options=OPTIONS)
+    assert agent.session.header.delegation_depth == 0
+    assert b'"delegationDepth":0' in encode_header_line(agent.session.header)
+    agent.followup("hi")
+    await agent.wait_idle()
+    child = await loop.fork(agent, session_id="s2")
+    assert child.session.header.delegation_depth == 0
+    deeper = await loop.create("s3", options=OPTIONS, parent_session="s1", delegation_depth=2)
+    assert deeper.session.header.delegation_depth == 2

@@ -197,7 +197,9 @@ class AgentLoop:
             cwd=cwd,
             parent_session=parent_session,
             origin=origin,
-            delegation_depth=delegation_depth,
+            # the TypeScript harness requires the field on every header it reads (0: top level);
+            # it is set where a session is created, never filled in by the codec
+            delegation_depth=0 if delegation_depth is None else delegation_depth,
             agent_preset=agent_preset,
         )
         return await self._start(header, [], 0, options, system, stored=0, source="startup")
@@ -290,7 +292,7 @@ class AgentLoop:
             cwd=cwd if cwd is not None else parent_header.cwd,
             parent_session=parent_header.id,
             origin=origin,
-            delegation_depth=delegation_depth,
+            delegation_depth=0 if delegation_depth is None else delegation_depth,
             agent_preset=agent_preset if agent_preset is not None else parent_header.agent_preset,
             is_seeded=inherited > 0,
         )
