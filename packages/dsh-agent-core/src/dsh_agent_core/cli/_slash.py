@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 
@@ -22,17 +22,15 @@ from dsh_agent_core.cli._usage import totals_text
 from dsh_session import encode_event, encode_header_line
 from dsh_shell import SANDBOX_MODES
 
-if TYPE_CHECKING:
-    from dsh_agent_core.cli._interactive import InteractiveSession
-
 __all__ = ["SLASH_COMMANDS", "SlashContext", "run_slash"]
 
 
 @dataclass
 class SlashContext:
-    """What a command acts on: the interactive session and its configuration."""
+    """What a command acts on: the interactive session (``cli._interactive.InteractiveSession``,
+    typed loosely: that module imports this one) and its configuration."""
 
-    session: InteractiveSession
+    session: Any
     config: Config
 
     def say(self, text: str, style: str = "") -> None:
