@@ -13,6 +13,7 @@ from dsh_persistence import (
     decode_stored_header,
 )
 from dsh_persistence_jsonl._errors import RootEncodingError, storage_error
+from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
 from dsh_persistence_jsonl._pathcodec import encode_segment, project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import OddFileError, check_below
 from dsh_persistence_jsonl._scan import LogDamage
@@ -109,6 +110,14 @@ class RootLayout:
                 searched.append(project.path)
                 directory = Path(project.path) / segment
                 log = directory / self._log_name
+                newer = newer_generation_files(directory)
+                if newer:  # never the stale v0 file beside them: refused, naming both
+                    v0 = os.path.lexists(log)
+                    raise SessionFormatUnsupportedError(
+                        session_id,
+                        newer_generation_reason(newer, self._log_name, v0_present=v0),
+                        artifact=str(directory / newer[-1]),
+                    )
                 if os.path.lexists(log):
                     found.append(log)
                 elif os.path.lexists(directory / self._other_name):

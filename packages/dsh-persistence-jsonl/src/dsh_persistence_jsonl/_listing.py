@@ -10,6 +10,7 @@ from typing import Literal
 
 from dsh_persistence import SessionSnapshot
 from dsh_persistence_jsonl._errors import storage_error
+from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
 from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import read_small_regular
@@ -113,6 +114,13 @@ class RootCatalog(RootLayout):
                             _skipped(session.path, "a symbolic link, not a directory")
                         elif session.name.endswith(FLAT_SUFFIXES):
                             _skipped(session.path, "a log in the obsolete flat-file layout")
+                        continue
+                    newer = newer_generation_files(session.path)
+                    if newer:
+                        _skipped(
+                            session.path,
+                            newer_generation_reason(newer, self._log_name, v0_present=False),
+                        )
                         continue
                     snapshot = self._quick_snapshot(name, session, project_fd) if quick else None
                     if snapshot is None:  # anything but the common case: the full path judges
