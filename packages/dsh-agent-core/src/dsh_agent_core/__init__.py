@@ -74,11 +74,11 @@ if TYPE_CHECKING:
         missing_window_hint,
     )
     from dsh_agent_core._models import (
-        SERVED_MODELS_TIMEOUT,
         ProviderModel,
         ProviderQueryError,
         ScriptedReplies,
     )
+    from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
     from dsh_agent_core._session_tools import (
         ChildFailedError,
         ChildWorkspaceRefusedError,
@@ -202,10 +202,10 @@ _HOMES: dict[str, str] = {
     "DISCOVERY_TIMEOUT": "_model_windows",
     "WindowDiscovery": "_model_windows",
     "missing_window_hint": "_model_windows",
-    "SERVED_MODELS_TIMEOUT": "_models",
     "ProviderModel": "_models",
     "ProviderQueryError": "_models",
     "ScriptedReplies": "_models",
+    "SERVED_MODELS_TIMEOUT": "_served",
     "ChildFailedError": "_session_tools",
     "ChildWorkspaceRefusedError": "_session_tools",
     "SessionCreateTool": "_session_tools",

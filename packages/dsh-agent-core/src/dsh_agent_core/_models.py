@@ -12,6 +12,7 @@ from typing import Any
 from dsh_agent_core._catalog import catalog_model
 from dsh_agent_core._config import Config, ProviderConfig, header_value_ok
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
 from dsh_model_openai import OpenAICompatibleModel, ServerQueryError
@@ -25,9 +26,6 @@ __all__ = [
     "ScriptedReplies",
     "provider_models",
 ]
-
-SERVED_MODELS_TIMEOUT = 5.0
-"""Seconds a provider's server is given to say what it serves."""
 
 SCRIPTED_MODEL = "scripted"
 """The model a scripted provider lists (it answers any model name)."""
