@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 from rich.text import Text
 
 from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
@@ -143,6 +142,8 @@ def _real_cwd() -> str:
 
 
 def _print_row(row: SessionStatusRow) -> None:
+    from rich.table import Table
+
     table = Table(show_header=True, header_style="bold")
     for column in ("session", "title", "status", "updated"):
         table.add_column(column, overflow="fold")
@@ -282,6 +283,8 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
 @async_command
 async def env_command(state: State, as_json: bool) -> None:
     """List the managed DSH_* variables a bash child gets (the shell_env declarations)."""
+    from rich.table import Table
+
     from dsh_agent_core._harness import compose
 
     config = state.config()
