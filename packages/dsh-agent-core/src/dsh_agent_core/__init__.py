@@ -14,73 +14,84 @@ command.
 - ``SessionStatusRow``: what ``session_status`` and ``dsh sessions`` report.
 """
 
-from dsh_agent_core._catalog import (
-    BUILTIN_CATALOGS,
-    CatalogModel,
-    ModelPrices,
-    ProviderCatalog,
-    catalog_for,
-    catalog_model,
-)
-from dsh_agent_core._config import (
-    BUILTIN_PROVIDERS,
-    CONFIG_FILE_NAME,
-    BashConfig,
-    Config,
-    InstructionsConfig,
-    LocalSkillsConfig,
-    ModelConfig,
-    ModelFacts,
-    PersistenceConfig,
-    PresetConfig,
-    ProviderConfig,
-    SkillsConfig,
-    SystemPrompt,
-    load_config,
-    parse_route,
-    split_route,
-)
-from dsh_agent_core._errors import (
-    ChildWorkspaceError,
-    ConfigError,
-    DshError,
-    HomeConflictError,
-    SandboxUnavailableError,
-    UnknownPresetError,
-)
-from dsh_agent_core._harness import Harness, build_persistence, compose, interrupted_child_notice
-from dsh_agent_core._instructions import (
-    INSTRUCTIONS_PLUGIN,
-    InstructionFile,
-    LoadedInstructions,
-    ProjectInstructions,
-    instruction_files,
-    load_instructions,
-)
-from dsh_agent_core._model_windows import (
-    DISCOVERY_TIMEOUT,
-    WindowDiscovery,
-    missing_window_hint,
-)
-from dsh_agent_core._models import (
-    SERVED_MODELS_TIMEOUT,
-    ProviderModel,
-    ProviderQueryError,
-    ScriptedReplies,
-)
-from dsh_agent_core._session_tools import (
-    ChildFailedError,
-    ChildWorkspaceRefusedError,
-    SessionCreateTool,
-    SessionHost,
-    SessionResultTool,
-    SessionStatusTool,
-)
-from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
-from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
-from dsh_agent_core._status import SessionStatus, SessionStatusRow
-from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
-from dsh_agent_core._titles import FallbackTitles, fallback_title
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_agent_core._catalog import (
+        BUILTIN_CATALOGS,
+        CatalogModel,
+        ModelPrices,
+        ProviderCatalog,
+        catalog_for,
+        catalog_model,
+    )
+    from dsh_agent_core._config import (
+        BUILTIN_PROVIDERS,
+        CONFIG_FILE_NAME,
+        BashConfig,
+        Config,
+        InstructionsConfig,
+        LocalSkillsConfig,
+        ModelConfig,
+        ModelFacts,
+        PersistenceConfig,
+        PresetConfig,
+        ProviderConfig,
+        SkillsConfig,
+        SystemPrompt,
+        load_config,
+        parse_route,
+        split_route,
+    )
+    from dsh_agent_core._errors import (
+        ChildWorkspaceError,
+        ConfigError,
+        DshError,
+        HomeConflictError,
+        SandboxUnavailableError,
+        UnknownPresetError,
+    )
+    from dsh_agent_core._harness import (
+        Harness,
+        build_persistence,
+        compose,
+        interrupted_child_notice,
+    )
+    from dsh_agent_core._instructions import (
+        INSTRUCTIONS_PLUGIN,
+        InstructionFile,
+        LoadedInstructions,
+        ProjectInstructions,
+        instruction_files,
+        load_instructions,
+    )
+    from dsh_agent_core._model_windows import (
+        DISCOVERY_TIMEOUT,
+        WindowDiscovery,
+        missing_window_hint,
+    )
+    from dsh_agent_core._models import (
+        ProviderModel,
+        ProviderQueryError,
+        ScriptedReplies,
+    )
+    from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
+    from dsh_agent_core._session_tools import (
+        ChildFailedError,
+        ChildWorkspaceRefusedError,
+        SessionCreateTool,
+        SessionHost,
+        SessionResultTool,
+        SessionStatusTool,
+    )
+    from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
+    from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
+    from dsh_agent_core._status import SessionStatus, SessionStatusRow
+    from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
+    from dsh_agent_core._titles import FallbackTitles, fallback_title
 
 __all__ = [
     "BUILTIN_CATALOGS",
@@ -146,3 +157,83 @@ __all__ = [
     "shutdown_on_signals",
     "split_route",
 ]
+
+# Every name is imported from its module when first asked for (PEP 562): importing the package,
+# as the `dsh` command does before it parses its arguments, costs nothing of the harness.
+_HOMES: dict[str, str] = {
+    "BUILTIN_CATALOGS": "_catalog",
+    "CatalogModel": "_catalog",
+    "ModelPrices": "_catalog",
+    "ProviderCatalog": "_catalog",
+    "catalog_for": "_catalog",
+    "catalog_model": "_catalog",
+    "BUILTIN_PROVIDERS": "_config",
+    "CONFIG_FILE_NAME": "_config",
+    "BashConfig": "_config",
+    "Config": "_config",
+    "InstructionsConfig": "_config",
+    "LocalSkillsConfig": "_config",
+    "ModelConfig": "_config",
+    "ModelFacts": "_config",
+    "PersistenceConfig": "_config",
+    "PresetConfig": "_config",
+    "ProviderConfig": "_config",
+    "SkillsConfig": "_config",
+    "SystemPrompt": "_config",
+    "load_config": "_config",
+    "parse_route": "_config",
+    "split_route": "_config",
+    "ChildWorkspaceError": "_errors",
+    "ConfigError": "_errors",
+    "DshError": "_errors",
+    "HomeConflictError": "_errors",
+    "SandboxUnavailableError": "_errors",
+    "UnknownPresetError": "_errors",
+    "Harness": "_harness",
+    "build_persistence": "_harness",
+    "compose": "_harness",
+    "interrupted_child_notice": "_harness",
+    "INSTRUCTIONS_PLUGIN": "_instructions",
+    "InstructionFile": "_instructions",
+    "LoadedInstructions": "_instructions",
+    "ProjectInstructions": "_instructions",
+    "instruction_files": "_instructions",
+    "load_instructions": "_instructions",
+    "DISCOVERY_TIMEOUT": "_model_windows",
+    "WindowDiscovery": "_model_windows",
+    "missing_window_hint": "_model_windows",
+    "ProviderModel": "_models",
+    "ProviderQueryError": "_models",
+    "ScriptedReplies": "_models",
+    "SERVED_MODELS_TIMEOUT": "_served",
+    "ChildFailedError": "_session_tools",
+    "ChildWorkspaceRefusedError": "_session_tools",
+    "SessionCreateTool": "_session_tools",
+    "SessionHost": "_session_tools",
+    "SessionResultTool": "_session_tools",
+    "SessionStatusTool": "_session_tools",
+    "SHUTDOWN_SIGNALS": "_signals",
+    "shutdown_on_signals": "_signals",
+    "Skill": "_skills",
+    "SkillCatalog": "_skills",
+    "discover_skills": "_skills",
+    "SessionStatus": "_status",
+    "SessionStatusRow": "_status",
+    "BUILTIN_SYSTEM_PROMPT": "_system_prompt",
+    "SystemPromptSource": "_system_prompt",
+    "FallbackTitles": "_titles",
+    "fallback_title": "_titles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # asked once: the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

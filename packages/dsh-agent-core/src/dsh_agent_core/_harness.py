@@ -40,7 +40,6 @@ from dsh_llm import Model, PluginSource, UserMessage
 from dsh_paths import resolve_dsh_home
 from dsh_persistence import SessionAlreadyOwnedError, SessionPersistence, SessionSnapshot
 from dsh_persistence_jsonl import JsonlPersistence
-from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import SessionEvent, SessionHeader
 from dsh_shell import (
     SandboxMode,
@@ -83,6 +82,8 @@ def build_persistence(config: Config, env: Mapping[str, str] | None = None) -> S
             dsn, schema=settings.postgres_schema, compression=settings.sqlite_compression
         )
     if settings.backend == "sqlite":
+        from dsh_persistence_sqlite import SqlitePersistence  # as postgres: only when configured
+
         path = Path(dumped["path"])
         path.parent.mkdir(parents=True, exist_ok=True)
         return SqlitePersistence(

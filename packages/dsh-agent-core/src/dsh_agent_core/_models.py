@@ -7,15 +7,18 @@ import asyncio
 import itertools
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_agent_core._catalog import catalog_model
 from dsh_agent_core._config import Config, ProviderConfig, header_value_ok
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
 from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
-from dsh_model_openai import OpenAICompatibleModel, ServerQueryError
 from dsh_tool_mcp import EnvRef
+
+if TYPE_CHECKING:
+    from dsh_model_openai import OpenAICompatibleModel
 
 __all__ = [
     "SCRIPTED_MODEL",
@@ -25,9 +28,6 @@ __all__ = [
     "ScriptedReplies",
     "provider_models",
 ]
-
-SERVED_MODELS_TIMEOUT = 5.0
-"""Seconds a provider's server is given to say what it serves."""
 
 SCRIPTED_MODEL = "scripted"
 """The model a scripted provider lists (it answers any model name)."""
@@ -89,12 +89,14 @@ class ProviderModel:
         if window is None:
             listed = catalog_model(self.config.base_url, model)
             window = listed.context_window if listed is not None else None
-        if window is None and isinstance(self._model, OpenAICompatibleModel):
+        # an adapter that is neither None nor scripted is an OpenAICompatibleModel: its module
+        # (and httpx) is imported when the first one is built, not before
+        if window is None and not isinstance(self._model, ScriptedReplies | None):
             window = self._model.context_window(model)
         for adapter in (self._model, self._with_tools):
             stated = (
                 adapter.overflow_window(model)
-                if isinstance(adapter, OpenAICompatibleModel)
+                if not isinstance(adapter, ScriptedReplies | None)
                 else None
             )
             if stated is not None and (window is None or stated < window):
@@ -115,7 +117,7 @@ class ProviderModel:
         if known is not None or self.config.kind == "scripted":
             return known
         adapter = self._adapter(model)
-        if not isinstance(adapter, OpenAICompatibleModel):
+        if isinstance(adapter, ScriptedReplies | FinishChunk):
             return None
         return await adapter.discover_context_window(model)
 
@@ -134,7 +136,9 @@ class ProviderModel:
         if isinstance(adapter, FinishChunk):
             failure = adapter.reason.error
             raise ProviderQueryError(self.name, failure.message if failure else "unusable")
-        assert isinstance(adapter, OpenAICompatibleModel)
+        assert not isinstance(adapter, ScriptedReplies)
+        from dsh_model_openai import ServerQueryError  # imported by _adapter already
+
         try:
             async with asyncio.timeout(within):
                 return await adapter.served_models()
@@ -193,6 +197,8 @@ class ProviderModel:
         }
         if config.timeout is not None:
             options["read_timeout"] = config.timeout
+        from dsh_model_openai import OpenAICompatibleModel  # httpx: with the first client only
+
         # no window here: this object says each model's own (the configuration's, the
         # catalog's), and the adapter only what the server answers
         self._model = OpenAICompatibleModel(config.base_url, key, model, **options)

@@ -8,33 +8,26 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
 from rich.text import Text
 
-from dsh_agent_core._config import Config
-from dsh_agent_core._demo import DEMO_PROMPT, demo_model
-from dsh_agent_core._harness import Harness, compose
-from dsh_agent_core._instructions import instruction_files
-from dsh_agent_core._models import (
-    SERVED_MODELS_TIMEOUT,
-    ProviderModel,
-    ProviderQueryError,
-    provider_models,
-)
-from dsh_agent_core._signals import shutdown_on_signals
-from dsh_agent_core._status import SessionStatusRow
+from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
 from dsh_agent_core.cli._common import State, async_command, err, fail, log_to_terminal, out
-from dsh_agent_core.cli._interactive import run_interactive
-from dsh_agent_core.cli._run import _run_agent, run
-from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
+from dsh_agent_core.cli._run import run
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._terminal import terminal_json, terminal_text
-from dsh_agent_core.cli._transcript import LivePrinter
-from dsh_bash_sandbox import probe_sandbox
 from dsh_shell import SANDBOX_MODES
+
+if TYPE_CHECKING:
+    from dsh_agent_core._config import Config
+    from dsh_agent_core._harness import Harness
+    from dsh_agent_core._models import ProviderModel
+    from dsh_agent_core._status import SessionStatusRow
+
+# The commands import the harness, the models and the terminal UI inside their bodies: `dsh
+# --help` (and every command's --help) loads only click, rich and the option definitions.
 
 __all__ = ["main"]
 
@@ -124,6 +117,10 @@ async def chat(
         sandbox["mode"] = sandbox_mode
     if approval is not None:
         sandbox["approval"] = approval
+    from dsh_agent_core.cli._interactive import run_interactive
+    from dsh_agent_core.cli._run import _run_agent
+    from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
+
     config = state.config(**({"sandbox": sandbox} if sandbox else {}))
     here = _real_cwd()
 
@@ -145,6 +142,8 @@ def _real_cwd() -> str:
 
 
 def _print_row(row: SessionStatusRow) -> None:
+    from rich.table import Table
+
     table = Table(show_header=True, header_style="bold")
     for column in ("session", "title", "status", "updated"):
         table.add_column(column, overflow="fold")
@@ -161,6 +160,12 @@ def _print_row(row: SessionStatusRow) -> None:
 async def demo(state: State, as_json: bool) -> None:
     """A keyless demo: a scripted model drives the real loop, real bash and real persistence
     under the configured home; prints the session's status row and log path."""
+    from dsh_agent_core._demo import DEMO_PROMPT, demo_model
+    from dsh_agent_core._harness import compose
+    from dsh_agent_core._signals import shutdown_on_signals
+    from dsh_agent_core.cli._transcript import LivePrinter
+    from dsh_bash_sandbox import probe_sandbox
+
     config = state.config()
     unavailable = None
     if config.sandbox.mode != "danger-full-access":
@@ -215,6 +220,8 @@ async def config_command(state: State, dump: bool, as_json: bool) -> None:
 
 def _instruction_files_here(config: Config) -> list[str]:
     """The instruction files an agent started here would be given (none when disabled)."""
+    from dsh_agent_core._instructions import instruction_files
+
     if not config.instructions.enabled:
         return []
     here = os.path.realpath(os.getcwd())  # the cwd an agent started here gets
@@ -276,6 +283,10 @@ def _toml(data: dict[str, Any], prefix: str = "") -> str:
 @async_command
 async def env_command(state: State, as_json: bool) -> None:
     """List the managed DSH_* variables a bash child gets (the shell_env declarations)."""
+    from rich.table import Table
+
+    from dsh_agent_core._harness import compose
+
     config = state.config()
     async with compose(config) as harness:
         rows = harness.shell_env.list()
@@ -324,6 +335,8 @@ async def _served(model: ProviderModel, within: float) -> dict[str, Any]:
         "models": None,
         "error": None,
     }
+    from dsh_agent_core._models import ProviderQueryError
+
     try:
         row["models"] = await model.served_models(within)
     except ProviderQueryError as error:
@@ -351,6 +364,8 @@ async def models_command(state: State, as_json: bool, within: float) -> None:
     """List what each configured provider serves (its server's GET /v1/models, all asked at
     once): one line each, `name  base_url  model, model…`, or why it could not say (a key
     that is not set is said without asking). Exits 0 even when some could not be asked."""
+    from dsh_agent_core._models import provider_models
+
     config = state.config()
     models = provider_models(config)
     rows = await asyncio.gather(*(_served(model, within) for model in models.values()))

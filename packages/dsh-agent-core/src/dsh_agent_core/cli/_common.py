@@ -10,17 +10,19 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, ParamSpec, TypeVar
 
 import click
 
-from dsh_agent_core._config import Config, load_config
 from dsh_agent_core.cli._terminal import (
     TerminalConsole,
     TerminalLogHandler,
     discard,
     terminal_text,
 )
+
+if TYPE_CHECKING:
+    from dsh_agent_core._config import Config
 
 __all__ = ["State", "async_command", "err", "fail", "log_to_terminal", "out", "stdout_closed"]
 
@@ -52,6 +54,8 @@ class State:
 
     def config(self, **overrides: Any) -> Config:
         """Load the configuration with the group's options (and command ``overrides``)."""
+        from dsh_agent_core._config import load_config  # pydantic: only once a command runs
+
         return load_config(
             self.profile, dsh_home=self.home, path=self.config_path, overrides=overrides or None
         )

@@ -14,13 +14,15 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 import click
 
 from dsh_agent_core.cli._common import fail
 from dsh_agent_core.cli._terminal import discard, terminal_json_lines
-from dsh_session import SessionEvent, encode_event
+
+if TYPE_CHECKING:
+    from dsh_session import SessionEvent
 
 __all__ = [
     "EXIT_CANCELLED",
@@ -171,5 +173,7 @@ class EventStream:
 
     def __call__(self, event: SessionEvent) -> None:
         """Write ``event`` (one that cannot be encoded is skipped: writing never stops a turn)."""
+        from dsh_session import encode_event  # loaded by then: `dsh run --help` never needs it
+
         with contextlib.suppress(Exception):
             self.write(encode_event(event) + b"\n")

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.text import Text
 
 from dsh_agent_core.cli._terminal import terminal_text
@@ -170,6 +169,9 @@ class MarkdownPrinter:
         self._blank = False
 
     def _markdown(self, block: str) -> None:
+        # rich.markdown (markdown-it) loads with the first answer, not before the prompt
+        from rich.markdown import Markdown
+
         if block.strip():
             self._console.print(Markdown(terminal_text(block), code_theme="ansi_dark"))
 

@@ -9,22 +9,10 @@ import contextlib
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from dsh_agent_core._config import Config
-from dsh_agent_core._errors import SandboxUnavailableError
-from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
-from dsh_agent_core._permissions import (
-    approval_of,
-    logged_approval_policy,
-    logged_sandbox_mode,
-    pin_permissions,
-    sandbox_mode_of,
-)
-from dsh_agent_core._signals import shutdown_on_signals
-from dsh_agent_core.cli._approval import terminal_answerer
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
 from dsh_agent_core.cli._headless import (
     EXIT_REFUSED,
@@ -36,12 +24,15 @@ from dsh_agent_core.cli._headless import (
     read_prompt,
     result_line,
 )
-from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
 from dsh_agent_core.cli._terminal import terminal_json
-from dsh_agent_core.cli._transcript import LivePrinter
-from dsh_agent_core.cli._usage import turn_line, turn_totals
-from dsh_llm import context_window_of
 from dsh_shell import SANDBOX_MODES
+
+if TYPE_CHECKING:
+    from dsh_agent_core._config import Config
+    from dsh_agent_core._harness import Harness
+
+# The harness, the models and the session packages are imported where a turn runs: `dsh run
+# --help` loads only what the options need.
 
 __all__ = ["run"]
 
@@ -51,6 +42,8 @@ async def _run_turn(
 ) -> tuple[Any, Any, bool]:
     """Run one turn of ``agent`` on ``prompt``, shown as ``output`` says: the ``turn/end``
     reason, the turn's number, and whether Ctrl-C cancelled it."""
+    from dsh_agent_core.cli._transcript import LivePrinter
+
     # with JSON output, standard output is the script's: a person reads standard error
     printer = LivePrinter(out if output == "text" else err, err)
     subscriptions = [agent.session.subscribe(printer)]
@@ -89,6 +82,8 @@ def _prices_of(config: Config) -> Any:
 def _result(agent: Any, config: Config, reason: Any, turn: Any, code: int) -> dict[str, Any]:
     """The result object of ``--output json`` and ``stream-json`` (the log path is added once
     the log is closed)."""
+    from dsh_agent_core.cli._usage import turn_totals
+
     events = agent.session.events
     usage = turn_totals(events, turn, _prices_of(config)) if turn is not None else None
     return {
@@ -113,6 +108,9 @@ def _print_result(result: dict[str, Any], output: OutputFormat) -> None:
 
 def _print_usage(harness: Harness, agent: Any, turn: int) -> None:
     """The turn's usage line on standard error (nothing when no model call was made)."""
+    from dsh_agent_core.cli._usage import turn_line, turn_totals
+    from dsh_llm import context_window_of
+
     config = harness.config
     totals = turn_totals(agent.session.events, turn, _prices_of(config))
     if not totals.calls:
@@ -209,6 +207,12 @@ async def run(
     cannot run, dsh refuses to start. In a terminal, a command that asks for a wider sandbox
     shows an approval prompt; without one, such a request is denied (fail closed) and the
     model is told so."""
+    from dsh_agent_core._errors import SandboxUnavailableError
+    from dsh_agent_core._harness import compose, interrupted_child_notice
+    from dsh_agent_core._signals import shutdown_on_signals
+    from dsh_agent_core.cli._approval import terminal_answerer
+    from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
+
     if resume_id is not None and continue_here:
         raise click.UsageError("--resume and --continue name the session twice: give one")
     prompt = read_prompt(prompt)  # refused before any session exists
@@ -268,6 +272,14 @@ async def _run_agent(
 ) -> Any:
     """The agent ``dsh run`` drives: the resumed session (its own knobs kept, a flag given
     replacing only its knob) or a new one; every refusal comes before anything is logged."""
+    from dsh_agent_core._permissions import (
+        approval_of,
+        logged_approval_policy,
+        logged_sandbox_mode,
+        pin_permissions,
+        sandbox_mode_of,
+    )
+
     if resume_id is not None:
         if model is not None:
             harness.check_route(model)

@@ -4,37 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
-import zipfile
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 import click
 from rich.cells import cell_len, set_cell_size
-from rich.progress import Progress
 from rich.table import Table
 
-from dsh_agent_core._catalog import ModelPrices
-from dsh_agent_core._config import Config
-from dsh_agent_core._harness import build_persistence, compose
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
-from dsh_agent_core.cli._destinations import (
-    check_destination,
-    check_stream,
-    store_parts,
-    write_atomically,
-)
-from dsh_agent_core.cli._session_ids import resolve_session_id, short_ids
 from dsh_agent_core.cli._terminal import terminal_json, terminal_json_lines
-from dsh_agent_core.cli._transcript import render_transcript
-from dsh_agent_core.cli._usage import PricesOf, UsageTotals, session_totals, totals_text
-from dsh_persistence import (
-    SessionPersistence,
-    SessionPersistenceCorruptionError,
-    SessionPersistenceError,
-    SessionPersistenceNotFoundError,
-    export_session,
-)
-from dsh_persistence_jsonl import MigrationStep, migrate_root
+
+if TYPE_CHECKING:
+    from dsh_agent_core._catalog import ModelPrices
+    from dsh_agent_core._config import Config
+    from dsh_agent_core.cli._usage import PricesOf, UsageTotals
+    from dsh_persistence import SessionPersistence
+
+# Each command imports the harness, the backends and the renderers it uses in its body: `dsh
+# sessions --help` and `dsh --help` load none of them.
 
 __all__ = ["sessions"]
 
@@ -108,6 +95,9 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
     """The most recently updated sessions: id (its shortest unique prefix, 8 characters at
     least, which every command accepts for the id), title, status and when it was updated.
     --json gives the whole rows: full ids, log paths and usage totals."""
+    from dsh_agent_core._harness import compose
+    from dsh_agent_core.cli._session_ids import short_ids
+
     config = state.config()
     async with compose(config) as harness:
         rows = [row.to_json() for row in await harness.status(limit)]
@@ -135,6 +125,9 @@ async def list_command(state: State, limit: int, as_json: bool) -> None:
 async def status_command(state: State, session_id: str, as_json: bool) -> None:
     """One session's status row (exit status 1 when it is missing). SESSION_ID may be any
     unique prefix of the id."""
+    from dsh_agent_core._harness import compose
+    from dsh_agent_core.cli._session_ids import resolve_session_id
+
     async with compose(state.config()) as harness:
         session_id = await resolve_session_id(harness.persistence, session_id, missing_ok=True)
         row = await harness.status_of(session_id)
@@ -154,6 +147,12 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
 async def show_command(state: State, session_id: str, raw: bool) -> None:
     """A readable transcript of a session (or, with --raw, its log). SESSION_ID may be any
     unique prefix of the id."""
+    from dsh_agent_core._harness import build_persistence
+    from dsh_agent_core.cli._session_ids import resolve_session_id
+    from dsh_agent_core.cli._transcript import render_transcript
+    from dsh_agent_core.cli._usage import session_totals, totals_text
+    from dsh_persistence import export_session
+
     config = state.config()
     if raw:
         _check_stdout(config)
@@ -189,6 +188,11 @@ async def export_command(state: State, session_ids: tuple[str, ...], output: Pat
     into a zip of <session>.jsonl files. The file is written whole or not at all (a failed
     export leaves an existing one as it was), and never into the session store. Each id may
     be any unique prefix of it."""
+    from dsh_agent_core._harness import build_persistence
+    from dsh_agent_core.cli._destinations import check_destination, store_parts, write_atomically
+    from dsh_agent_core.cli._session_ids import resolve_session_id
+    from dsh_persistence import export_session
+
     several = len(session_ids) > 1  # as named: `export X X -o a.zip` is still a zip
     session_ids = tuple(dict.fromkeys(session_ids))  # an id named twice is exported once
     if several and (output is None or output.suffix != ".zip"):
@@ -228,6 +232,12 @@ async def export_command(state: State, session_ids: tuple[str, ...], output: Pat
 async def _zip(
     persistence: SessionPersistence, session_ids: tuple[str, ...], stream: BinaryIO
 ) -> None:
+    import zipfile
+
+    from rich.progress import Progress
+
+    from dsh_persistence import export_session
+
     with (
         zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive,
         Progress(console=err, transient=True) as progress,
@@ -276,6 +286,9 @@ async def _totals(
     session_id: str,
 ) -> UsageTotals | None:
     """The usage totals of a stored session (``None`` when it cannot be read)."""
+    from dsh_agent_core.cli._usage import session_totals
+    from dsh_persistence import SessionPersistenceError
+
     try:
         async with await persistence.open(session_id, "read") as handle:
             events = await handle.read(0)
@@ -299,6 +312,8 @@ def _stdout_stream() -> BinaryIO:
 def _check_stdout(config: Config) -> None:
     """Refuse an export to a standard output redirected into the store (``>> session.jsonl``
     would append the log to itself while reading it)."""
+    from dsh_agent_core.cli._destinations import check_stream, store_parts
+
     try:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):  # not a file (captured output)
@@ -324,6 +339,10 @@ def _check_stdout(config: Config) -> None:
 async def migrate_command(state: State, source: Path | None, dest: Path | None) -> None:
     """Copy every zstd session into the plain root, validated and verified by reopening; the
     source is kept. Exit status 1 when a session failed."""
+    from rich.progress import Progress
+
+    from dsh_persistence_jsonl import MigrationStep, migrate_root
+
     home = state.config().home()
     source = source if source is not None else home / "sessions"
     dest = dest if dest is not None else home / "sessions-plain"
@@ -355,6 +374,16 @@ async def verify_command(state: State, session_ids: tuple[str, ...]) -> None:
     """Read every log (or the named ones) through the backend and report corruption by file
     and line (each named id may be any unique prefix of it). Exit status 1 when any log is
     damaged or missing."""
+    from rich.progress import Progress
+
+    from dsh_agent_core._harness import build_persistence
+    from dsh_agent_core.cli._session_ids import resolve_session_id
+    from dsh_persistence import (
+        SessionPersistenceCorruptionError,
+        SessionPersistenceError,
+        SessionPersistenceNotFoundError,
+    )
+
     persistence = build_persistence(state.config())
     bad = 0
     try:
@@ -398,6 +427,9 @@ async def compact_command(state: State, session_id: str) -> None:
     checkpoint written by the session's own model (the originals stay in the log). Exit status
     1 when it cannot (running, open in another process, the summary failed, not found).
     SESSION_ID may be any unique prefix of the id."""
+    from dsh_agent_core._harness import compose
+    from dsh_agent_core.cli._session_ids import resolve_session_id
+
     async with compose(state.config()) as harness:
         session_id = await resolve_session_id(harness.persistence, session_id, missing_ok=True)
         result = await harness.compact(session_id)
