@@ -2,7 +2,14 @@
 and, since 2026-09-04, ``session.vN.jsonl[.zstd]`` (v2, v3, v4) beside it, keeping the older
 file byte-identical and never reading it again. This build reads and writes v0 only, so a
 session directory holding a newer generation is refused, never read through its stale v0 file
-(which would miss the newer history) nor appended to (which would split the session)."""
+(which would miss the newer history) nor appended to (which would split the session).
+
+``open`` and ``stat`` look for newer generations every time. ``list()`` looks only where the
+v0 log is missing or unusual (its full path): a directory holding only a newer generation is
+left out with a warning saying why, while one holding both is listed from its v0 file as that
+stood when upgraded; opening it is refused. (Looking in every directory costs a directory read
+per session: ``list()`` of 2,000 sessions went from 1.2-1.4x to 2.1x of the raw walk, over its
+1.5x bar.)"""
 
 from __future__ import annotations
 

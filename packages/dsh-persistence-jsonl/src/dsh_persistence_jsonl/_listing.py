@@ -115,13 +115,6 @@ class RootCatalog(RootLayout):
                         elif session.name.endswith(FLAT_SUFFIXES):
                             _skipped(session.path, "a log in the obsolete flat-file layout")
                         continue
-                    newer = newer_generation_files(session.path)
-                    if newer:
-                        _skipped(
-                            session.path,
-                            newer_generation_reason(newer, self._log_name, v0_present=False),
-                        )
-                        continue
                     snapshot = self._quick_snapshot(name, session, project_fd) if quick else None
                     if snapshot is None:  # anything but the common case: the full path judges
                         snapshot = self._scan_session(name, session.path, session.name, project_fd)
@@ -174,6 +167,10 @@ class RootCatalog(RootLayout):
     def _scan_session(
         self, project: str, directory: str, name: str, project_fd: int
     ) -> SessionSnapshot | None:
+        newer = newer_generation_files(directory)
+        if newer:
+            _skipped(directory, newer_generation_reason(newer, self._log_name, v0_present=False))
+            return None
         try:
             info = read_header_info(
                 f"{name}{os.sep}{self._log_name}", self._compression, dir_fd=project_fd
