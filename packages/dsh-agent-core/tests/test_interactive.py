@@ -323,3 +323,25 @@ def test_dsh_run_allow_for_the_session_covers_the_turns_second_request(
     events = _log(dsh, _session_of(screen))
     decided = [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"]
     assert decided == ["allowed-once", "allowed-once"]
+
+
+def test_a_failing_slash_command_says_one_line_and_the_session_goes_on(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [model_server.text_answer("Still here.")]
+    screen_of = terminal()
+    screen = screen_of.wait_for("/help for commands")
+    session_id = _session_of(screen)
+    screen_of.send("/model nosuchprovider:some-model")
+    screen_of.wait_for("/model: ")
+    screen_of.send("/resume zzzz")
+    screen_of.wait_for("/resume: no session starts with 'zzzz'")
+    screen_of.send("/permissions sideways")
+    screen_of.wait_for("/permissions: 'sideways' is not a sandbox mode")
+    screen_of.send("hello")
+    screen = screen_of.wait_for("Still here.")
+    assert "Traceback" not in screen
+    assert _session_of(screen) == session_id
+    done = [e["data"]["kind"] for e in _log(dsh, session_id) if e["type"] == "command/done"]
+    assert done == ["error", "error", "error"]

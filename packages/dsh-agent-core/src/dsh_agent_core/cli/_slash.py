@@ -17,6 +17,7 @@ from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
 from dsh_agent_core._permissions import pin_permissions, sandbox_mode_of
 from dsh_agent_core.cli._render import edit_diff
+from dsh_agent_core.cli._session_ids import resolve_session_id
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._usage import totals_text
 from dsh_session import encode_event, encode_header_line
@@ -78,6 +79,19 @@ async def _status(context: SlashContext, args: str) -> str:
     return text
 
 
+async def _switch(context: SlashContext, open_next: Callable[[], Awaitable[Any]]) -> None:
+    """Close the session's agent and attach the one ``open_next`` opens; when that fails, the
+    session goes back to the agent it had (so a bad argument never leaves it without one)."""
+    session = context.session
+    previous = session.agent.id
+    await session.agent.aclose()
+    try:
+        session.attach(await open_next())
+    except Exception as error:
+        session.attach(await session.harness.resume(previous))
+        raise DshError(f"{error}; still in session {previous}") from error
+
+
 async def _model(context: SlashContext, args: str) -> str:
     session = context.session
     if not args:
@@ -88,8 +102,7 @@ async def _model(context: SlashContext, args: str) -> str:
     harness = session.harness
     harness.check_route(args)
     session_id = session.agent.id
-    await session.agent.aclose()
-    session.attach(await harness.resume(session_id, model=args))
+    await _switch(context, lambda: harness.resume(session_id, model=args))
     route = session.route()
     text = f"model: {route[0]}:{route[1]}" if route else f"model: {args}"
     context.say(text)
@@ -141,16 +154,8 @@ async def _resume(context: SlashContext, args: str) -> str:
     if args.isdigit() and 1 <= int(args) <= len(recent):
         chosen = recent[int(args) - 1].id
     else:
-        matches = [s.id for s in await session.harness.sessions() if s.id.startswith(args)]
-        if len(matches) != 1:
-            raise DshError(
-                f"no session starts with {args!r}"
-                if not matches
-                else f"{args!r} matches {len(matches)} sessions; give more of the id"
-            )
-        chosen = matches[0]
-    await session.agent.aclose()
-    session.attach(await session.harness.resume(chosen))
+        chosen = await resolve_session_id(session.harness.persistence, args)
+    await _switch(context, lambda: session.harness.resume(chosen))
     text = f"resumed session {chosen}"
     context.say(text)
     return text
@@ -158,8 +163,7 @@ async def _resume(context: SlashContext, args: str) -> str:
 
 async def _new(context: SlashContext, args: str) -> str:
     session = context.session
-    await session.agent.aclose()
-    session.attach(await session.harness.create(cwd=session.cwd))
+    await _switch(context, lambda: session.harness.create(cwd=session.cwd))
     text = f"new session {session.agent.id}"
     context.say(text)
     return text
@@ -262,9 +266,9 @@ async def run_slash(context: SlashContext, line: str) -> bool:
         text = await handler(context, args)
     except _Exit:
         leave = True
-    except DshError as error:
-        kind, text = "error", str(error)
-        context.say(text, "red")
+    except Exception as error:  # a command that fails never ends the session: one line
+        kind, text = "error", str(error) or type(error).__name__
+        context.say(f"/{name}: {text}", "red")
     session = context.session.agent.session  # a switching command logs in the session it opened
     if name in _SWITCHING:
         session.append("command/run", run)
