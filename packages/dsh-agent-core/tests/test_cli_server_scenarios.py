@@ -213,3 +213,22 @@ def test_a_wrong_key_when_asking_which_model_is_served_names_the_variable(
     model_server.api_key = None
     served = dsh("run", "hello")
     assert served.returncode == 0, served.stderr.decode()
+
+
+def test_a_refused_key_sent_in_a_header_names_that_header_and_its_variable(
+    dsh: Dsh, model_server: LoopbackModel
+) -> None:
+    model_server.api_key = "sk-the-right-one"
+    dsh.home.mkdir(parents=True, exist_ok=True)
+    (dsh.home / "config.toml").write_text(
+        'model = "local:test-model"\n[sandbox]\nmode = "danger-full-access"\n'
+        f'[providers.local]\nbase_url = "{model_server.base_url}"\n'
+        'headers = { Authorization = { env = "GATEWAY_TOKEN" } }\n'
+    )
+    dsh.extra_env["GATEWAY_TOKEN"] = "Bearer sk-wrong"
+    done = dsh("run", "hello")
+    stderr = done.stderr.decode()
+    assert done.returncode == 1, stderr
+    assert "HTTP 401" in stderr
+    assert "provider 'local' sends the Authorization header from $GATEWAY_TOKEN" in stderr
+    assert "sk-wrong" not in stderr

@@ -345,3 +345,78 @@ def test_a_failing_slash_command_says_one_line_and_the_session_goes_on(
     assert _session_of(screen) == session_id
     done = [e["data"]["kind"] for e in _log(dsh, session_id) if e["type"] == "command/done"]
     assert done == ["error", "error", "error"]
+
+
+def test_a_session_grant_does_not_carry_into_a_new_session(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    model_server.scripts = [
+        _escalating_bash(model_server, "echo first-call", "call-1"),
+        model_server.text_answer("One ran."),
+        _escalating_bash(model_server, "echo again", "call-2"),
+        model_server.text_answer("Asked again."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("run one")
+    screen_of.wait_for("s allow for this session")
+    screen_of.send("s")
+    screen_of.wait_for("One ran.")
+    screen_of.send("/new")
+    screen_of.wait_for("new session ")
+    screen_of.send("run it again")
+    screen = screen_of.wait_for("command: echo again")  # asked: the grant was the old session's
+    assert screen.count("approval needed") == 2
+    screen_of.send("a")
+    screen_of.wait_for("Asked again.")
+
+
+def test_model_text_that_looks_like_markup_never_breaks_the_status_line(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    """The line being streamed shows in the status line: ``]]>`` once crashed its redraw."""
+    dsh.configure(model_server)
+    model_server.scripts = [
+        [model_server.chunk({"role": "assistant", "content": "if a[b[i]]>0 <b>&amp;"}), HANG],
+        model_server.text_answer("Recovered."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("code please")
+    screen = screen_of.wait_for("if a[b[i]]>0 <b>&amp;")
+    assert "Unhandled exception" not in screen
+    screen_of.keys("C-c")
+    screen_of.wait_for("(cancelled)")
+    screen_of.send("again")
+    screen = screen_of.wait_for("Recovered.")
+    assert "Unhandled exception" not in screen
+    assert "Traceback" not in screen
+
+
+def test_ctrl_c_during_a_slash_command_cancels_it_not_the_session(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [
+        model_server.text_answer("First."),
+        model_server.text_answer("Second."),
+        [model_server.chunk({"role": "assistant", "content": "summary"}), HANG],
+        model_server.text_answer("Still working."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("one")
+    screen_of.wait_for("First.")
+    screen_of.send("two")
+    screen_of.wait_for("Second.")
+    screen_of.send("/compact")
+    assert model_server.streaming.wait(60)
+    screen_of.keys("C-c")
+    screen_of.wait_for("(/compact cancelled)")
+    model_server.release.set()
+    screen_of.send("three")
+    screen = screen_of.wait_for("Still working.")
+    assert "[dsh exited" not in screen

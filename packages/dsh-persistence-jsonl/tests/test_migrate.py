@@ -104,6 +104,21 @@ async def test_a_session_open_for_writing_fails_with_that_reason(tmp_path: Path,
     assert await JsonlPersistence(tmp_path / "dst").list() == []
 
 
+async def test_a_session_upgraded_to_a_newer_generation_is_not_copied(
+    tmp_path: Path, mk: Any
+) -> None:
+    """Its v0 log is the stale file the harness superseded: a copy would split the session."""
+    await _zstd_root(tmp_path / "src", mk, ["a", "b"])
+    path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("a"))
+    (path.parent / "session.v2.jsonl.zstd").write_bytes(b"not read")
+    report = await migrate_root(tmp_path / "src", tmp_path / "dst")
+    (failed,) = report.failed
+    assert failed.reason is not None
+    assert "session.v2.jsonl.zstd" in failed.reason
+    assert [s.session_id for s in report.migrated] == ["b"]
+    assert [s.id for s in await JsonlPersistence(tmp_path / "dst").list()] == ["b"]
+
+
 async def test_a_damaged_source_fails_naming_the_file(tmp_path: Path, mk: Any) -> None:
     await _zstd_root(tmp_path / "src", mk, ["a", "b"])
     path = JsonlPersistence(tmp_path / "src", compression="zstd").log_path(mk.header("a"))

@@ -226,6 +226,10 @@ class ProviderModel:
         variable = self.config.api_key_env
         if variable is not None:
             return f"provider {self.name!r} sends the key in ${variable}"
+        for header, value in self.config.headers.items():
+            if header.lower() in ("authorization", "api-key", "x-api-key"):
+                source = f"${value.env}" if isinstance(value, EnvRef) else "the config"
+                return f"provider {self.name!r} sends the {header} header from {source}"
         return f"provider {self.name!r} sends no key (set providers.{self.name}.api_key_env)"
 
     def _named_key(self, chunk: StreamChunk) -> StreamChunk:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from dsh_persistence_jsonl._backend import JsonlPersistence
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
+from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
 from dsh_persistence_jsonl._safefs import check_below
 from dsh_persistence_jsonl._scan import LogDamage
@@ -190,6 +191,10 @@ async def _migrate_stages(
         )
     try:
         state["stage"] = "read"
+        newer = await asyncio.to_thread(newer_generation_files, path.parent)
+        if newer:  # the v0 log is stale: copying it would split the session
+            reason = newer_generation_reason(newer, path.name, v0_present=True)
+            return "failed", _failure(state, path, ValueError(reason))
         loaded = await asyncio.to_thread(_load_source, source, path)
         session_id = state["session_id"] = loaded.header.id
         state["stage"] = "check"

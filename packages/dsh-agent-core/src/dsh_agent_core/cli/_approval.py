@@ -90,8 +90,10 @@ class InlineApprovals:
     log_grant: Callable[[ApprovalRequest, tuple[str, str]], None] = log_grant
     on_reject_message: Callable[[ApprovalRequest, str], None] = tell_the_model
     on_change: Callable[[], None] = lambda: None
-    grants: set[tuple[str, str]] = field(default_factory=set)
+    grants: set[tuple[str, str, str]] = field(default_factory=set)
+    """``(session id, tool, sandbox)`` of each "allow for this session" answer."""
     _open: _Question | None = None
+    _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
     def asking(self) -> bool:
@@ -131,7 +133,16 @@ class InlineApprovals:
     async def answer(self, request: ApprovalRequest) -> ApprovalOutcome | None:
         """Answer ``request``: at once under a grant of its kind, else ask."""
         kind = request_kind(request)
-        if kind in self.grants:
+        granted = (request.agent.id, *kind)  # a grant covers its own session only
+        if granted in self.grants:
+            return "allowed-once"
+        async with self._asking:  # one question at a time
+            return await self._ask(request, kind, granted)
+
+    async def _ask(
+        self, request: ApprovalRequest, kind: tuple[str, str], granted: tuple[str, str, str]
+    ) -> ApprovalOutcome:
+        if granted in self.grants:  # granted while this request waited its turn
             return "allowed-once"
         self._show(request)
         while True:
@@ -150,7 +161,7 @@ class InlineApprovals:
             if choice in ("a", "y", "yes"):
                 return "allowed-once"
             if choice == "s":
-                self.grants.add(kind)
+                self.grants.add(granted)
                 self.log_grant(request, kind)
                 shown = " ".join(part for part in kind if part)
                 self.console.print(Text(f"  (allowed for this session: {shown})", style="dim"))

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
-from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.key_binding.key_processor import KeyPressEvent
@@ -148,7 +149,7 @@ class InteractiveSession:
 
     # -- what the prompt shows ----------------------------------------------------------------
 
-    def status_line(self) -> HTML:
+    def status_line(self) -> FormattedText:
         route = self.route()
         model = f"{route[0]}:{route[1]}" if route is not None else "no model yet"
         totals = self.totals()
@@ -166,9 +167,8 @@ class InteractiveSession:
         if running:
             spinner = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"[int(time.monotonic() * 8) % 10]
             parts.append(f"{spinner} {running}")
-        escaped = [terminal_text(p, one_line=True) for p in parts]
-        text = " · ".join(escaped).replace("&", "&amp;").replace("<", "&lt;")
-        return HTML(f"<b>{text}</b>")
+        text = " · ".join(terminal_text(p, one_line=True) for p in parts)
+        return FormattedText([("bold", text)])  # plain text: nothing in it is markup
 
     def prompt_text(self) -> str:
         if self.approvals is not None and self.approvals.asking:
@@ -188,7 +188,15 @@ class InteractiveSession:
     def start_turn(self, text: str) -> None:
         self.activity.set("thinking")
         self.turn_task = asyncio.get_running_loop().create_task(self._turn(text))
-        self.turn_task.add_done_callback(lambda _: self.refresh())
+        self.turn_task.add_done_callback(self._turn_done)
+
+    def _turn_done(self, task: asyncio.Task[None]) -> None:
+        """A turn that failed outside the loop's own error handling says so in one line."""
+        if not task.cancelled() and task.exception() is not None:
+            self.activity.set("")
+            error = task.exception()
+            self.console.print(Text(f"the turn failed: {error}", style="red"))
+        self.refresh()
 
     def steer(self, text: str) -> None:
         self.agent.steer(text)
@@ -220,6 +228,24 @@ class InteractiveSession:
         row_path = self.agent.session.header.id
         self.console.print(Text(f"session {row_path}"))
         self.console.print(Text(f"resume: dsh --resume {row_path}   (or dsh -c here)"))
+
+    async def _slash(self, context: SlashContext, text: str) -> bool:
+        """Run a slash command; Ctrl-C (no prompt is reading keys meanwhile: a real SIGINT)
+        cancels the command, not the session."""
+        loop = asyncio.get_running_loop()
+        command = loop.create_task(run_slash(context, text))
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, command.cancel)
+        try:
+            return await command
+        except asyncio.CancelledError:
+            if not command.cancelled():
+                raise
+            self.console.print(Text(f"({text.split()[0]} cancelled)", style="yellow"))
+            return False
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
 
     async def loop(self, config: Config) -> None:
         """Read and act on lines until the user exits."""
@@ -259,8 +285,7 @@ class InteractiveSession:
             if not text:
                 continue
             if text.startswith("/"):
-                context = SlashContext(self, config)
-                if await run_slash(context, text):
+                if await self._slash(SlashContext(self, config), text):
                     break
                 continue
             if self.running:

@@ -173,7 +173,9 @@ class MarkdownPrinter:
         from rich.markdown import Markdown
 
         if block.strip():
-            self._console.print(Markdown(terminal_text(block), code_theme="ansi_dark"))
+            # no terminal hyperlinks: a model could show one address and link another
+            markdown = Markdown(terminal_text(block), code_theme="ansi_dark", hyperlinks=False)
+            self._console.print(markdown)
 
     def _flush_text(self) -> None:
         if self._text:

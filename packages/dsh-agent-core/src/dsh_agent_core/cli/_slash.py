@@ -79,34 +79,44 @@ async def _status(context: SlashContext, args: str) -> str:
     return text
 
 
-async def _switch(context: SlashContext, open_next: Callable[[], Awaitable[Any]]) -> None:
-    """Close the session's agent and attach the one ``open_next`` opens; when that fails, the
-    session goes back to the agent it had (so a bad argument never leaves it without one)."""
-    session = context.session
-    previous = session.agent.id
-    await session.agent.aclose()
-    try:
-        session.attach(await open_next())
-    except Exception as error:
-        session.attach(await session.harness.resume(previous))
-        raise DshError(f"{error}; still in session {previous}") from error
+def _route_text(session: Any) -> str | None:
+    route = session.route()
+    return f"{route[0]}:{route[1]}" if route else None
+
+
+async def _reopen(context: SlashContext, session_id: str, route: str | None) -> None:
+    """Attach ``session_id`` again after a switch failed (on its route: a session that never
+    sent a request has none logged to resume on)."""
+    context.session.attach(await context.session.harness.resume(session_id, model=route))
 
 
 async def _model(context: SlashContext, args: str) -> str:
     session = context.session
     if not args:
-        route = session.route()
-        text = f"model: {route[0]}:{route[1]}" if route else "model: none yet"
+        text = f"model: {_route_text(session) or 'none yet'}"
         context.say(text)
         return text
     harness = session.harness
     harness.check_route(args)
-    session_id = session.agent.id
-    await _switch(context, lambda: harness.resume(session_id, model=args))
-    route = session.route()
-    text = f"model: {route[0]}:{route[1]}" if route else f"model: {args}"
+    resolved = await harness.resolve_route(args)  # unknown or unreachable: refused, no change
+    session_id, before = session.agent.id, _route_text(session)
+    await session.agent.aclose()  # the same session reopens on the new route
+    try:
+        session.attach(await harness.resume(session_id, model=resolved))
+    except Exception as error:
+        await _reopen(context, session_id, before)
+        raise DshError(f"{error}; still on {before}") from error
+    text = f"model: {_route_text(session) or resolved}"
     context.say(text)
     return text
+
+
+async def _open_instead(context: SlashContext, opened: Any) -> None:
+    """Make ``opened`` (already open: a failure to open it changed nothing) the session's
+    agent, closing the one it had."""
+    previous = context.session.agent
+    context.session.attach(opened)
+    await previous.aclose()
 
 
 async def _permissions(context: SlashContext, args: str) -> str:
@@ -135,7 +145,11 @@ async def _compact(context: SlashContext, args: str) -> str:
 
 async def _recent_here(context: SlashContext) -> list[Any]:
     here = context.session.cwd  # a real path
-    found = [s for s in await context.session.harness.sessions() if s.header.cwd == here]
+    found = [
+        s
+        for s in await context.session.harness.sessions()
+        if s.header.cwd == here and s.header.origin != "subagent"  # as -c: no delegated child
+    ]
     return sorted(found, key=lambda s: s.updated_at or 0, reverse=True)[:10]
 
 
@@ -145,8 +159,11 @@ async def _resume(context: SlashContext, args: str) -> str:
     if not args:
         lines = ["recent sessions here (/resume N or /resume ID-PREFIX):"]
         for number, snapshot in enumerate(recent, 1):
-            title = await session.harness.status_of(snapshot.id)
-            lines.append(f"{number:>3}  {snapshot.id[:8]}  {title.title or ''}")
+            try:
+                title = (await session.harness.status_of(snapshot.id)).title or ""
+            except Exception as error:  # one unreadable session never hides the others
+                title = f"(cannot be read: {error})"
+            lines.append(f"{number:>3}  {snapshot.id[:8]}  {title}")
         text = "\n".join(lines)
         context.say(text)
         return text
@@ -155,7 +172,11 @@ async def _resume(context: SlashContext, args: str) -> str:
         chosen = recent[int(args) - 1].id
     else:
         chosen = await resolve_session_id(session.harness.persistence, args)
-    await _switch(context, lambda: session.harness.resume(chosen))
+    if chosen == session.agent.id:
+        text = f"already in session {chosen}"
+        context.say(text)
+        return text
+    await _open_instead(context, await session.harness.resume(chosen))
     text = f"resumed session {chosen}"
     context.say(text)
     return text
@@ -163,7 +184,14 @@ async def _resume(context: SlashContext, args: str) -> str:
 
 async def _new(context: SlashContext, args: str) -> str:
     session = context.session
-    await _switch(context, lambda: session.harness.create(cwd=session.cwd))
+    old = session.agent.session
+    preset = old.header.agent_preset
+    created = await session.harness.create(
+        cwd=session.cwd, preset=preset, model=_route_text(session)
+    )
+    mode, policy = session.sandbox_mode(), session.approval_policy()
+    pin_permissions(created.session, mode, "never" if policy == "never" else "ask")
+    await _open_instead(context, created)
     text = f"new session {session.agent.id}"
     context.say(text)
     return text
