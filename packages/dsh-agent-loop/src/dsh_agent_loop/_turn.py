@@ -204,9 +204,9 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
             data["usage"] = attempt.usage.usage.to_wire()
         session.append("assistant/message", data, source_event_seqs=attempt.seqs)
         if attempt.usage is None:  # say so: token counts and costs of this step are unknown
-            unreported = {"turn": turn, "step": step, "provider": config.provider}
-            session.append("llm/usage-unreported", unreported | {"model": config.model},
-                           ignorable=True)  # fmt: skip
+            unreported: dict[str, Any] = {"turn": turn, "step": step}
+            unreported |= {"provider": config.provider, "model": config.model}
+            session.append("llm/usage-unreported", unreported, ignorable=True)
         calls = message.tool_calls
         finish = attempt.finish
         truncated = finish is not None and finish.reason.kind == "max-tokens"
