@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsh_session import CORE_EVENT_TYPES, PLUGIN_EVENT_TYPES
+
 if TYPE_CHECKING:  # conftest's classes, for the annotations only
     from conftest import Dsh, LoopbackModel, Terminal
 
@@ -31,6 +33,13 @@ def _log(dsh: Dsh, session_id: str) -> list[dict[str, Any]]:
 
 def _types(events: list[dict[str, Any]]) -> list[str]:
     return [e["type"] for e in events]
+
+
+def _only_v0_types(events: list[dict[str, Any]]) -> None:
+    """Every event is of a format v0 type: the TypeScript harness refuses any other, even one
+    marked ignorable."""
+    types = set(_types(events[1:]))  # after the header line
+    assert types <= CORE_EVENT_TYPES | PLUGIN_EVENT_TYPES, types
 
 
 def _escalating_bash(server: LoopbackModel, command: str, call_id: str) -> list[Any]:
@@ -112,9 +121,11 @@ def test_an_inline_approval_for_the_session_then_a_second_call_is_not_asked(
     events = _log(dsh, _session_of(screen))
     decided = [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"]
     assert decided == ["allowed-once", "allowed-once"]
-    (grant,) = [e["data"] for e in events if e["type"] == "approval/session-grant"]
-    assert grant["toolName"] == "bash"
-    assert grant["sandbox"] == "danger-full-access"
+    (grant,) = [e["data"] for e in events if e["type"] == "command/run"]
+    assert grant["name"] == "allow-for-session"
+    assert grant["args"] == "bash danger-full-access"
+    assert grant["source"] == {"kind": "user"}
+    _only_v0_types(events)
 
 
 def test_reject_with_a_message_tells_the_model(
@@ -223,6 +234,7 @@ def test_status_model_compact_and_continue(
     names = [e["data"]["name"] for e in events if e["type"] == "command/run"]
     assert names[:3] == ["status", "compact", "model"]
     assert _types(events).count("command/done") == len(names)
+    _only_v0_types(events)
 
     again = terminal("-c")
     screen = again.wait_for("/help for commands")
@@ -345,6 +357,8 @@ def test_a_failing_slash_command_says_one_line_and_the_session_goes_on(
     assert _session_of(screen) == session_id
     done = [e["data"]["kind"] for e in _log(dsh, session_id) if e["type"] == "command/done"]
     assert done == ["error", "error", "error"]
+    sources = [e["data"]["source"] for e in _log(dsh, session_id) if e["type"] == "command/run"]
+    assert sources == [{"kind": "user"}] * 3
 
 
 def test_a_session_grant_does_not_carry_into_a_new_session(

@@ -202,11 +202,9 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
         }
         if attempt.usage is not None:
             data["usage"] = attempt.usage.usage.to_wire()
+        # no ``usage`` here says the server reported none (format v0 has no other way to say
+        # it: the TypeScript harness refuses an event type outside its frozen inventory)
         session.append("assistant/message", data, source_event_seqs=attempt.seqs)
-        if attempt.usage is None:  # say so: token counts and costs of this step are unknown
-            unreported: dict[str, Any] = {"turn": turn, "step": step}
-            unreported |= {"provider": config.provider, "model": config.model}
-            session.append("llm/usage-unreported", unreported, ignorable=True)
         calls = message.tool_calls
         finish = attempt.finish
         truncated = finish is not None and finish.reason.kind == "max-tokens"

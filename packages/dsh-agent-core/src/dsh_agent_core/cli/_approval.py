@@ -4,10 +4,11 @@ the tool, the command or path, and shows a short preview of what it would write.
 
 In the interactive session the answer is the next line typed at its prompt (the prompt says so
 while a question is open); ``dsh run`` asks at a prompt of its own. Ctrl-C there rejects and
-cancels the turn. An "allow for this session" grant covers later requests of the same kind (the
-same tool asking for the same sandbox, or the same tool when it asks for no sandbox) and is
-logged as ``approval/session-grant``; each request it answers is still logged as its
-``approval/asked`` and ``approval/decided`` pair."""
+cancels the turn. An "allow for this session" grant covers later requests of the same kind in
+the same session (the same tool asking for the same sandbox, or the same tool when it asks for
+no sandbox) and is logged as the command ``allow-for-session`` (``command/run`` +
+``command/done``); each request it answers is still logged as its ``approval/asked`` and
+``approval/decided`` pair."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from dsh_agent_core.cli._terminal import terminal_text
 
 __all__ = [
     "ANSWER_HINT",
+    "GRANT_COMMAND",
     "InlineApprovals",
     "log_grant",
     "request_kind",
@@ -36,6 +38,9 @@ __all__ = [
     "tell_the_model",
     "terminal_answerer",
 ]
+
+GRANT_COMMAND = "allow-for-session"
+"""The command name an "allow for this session" answer is logged under."""
 
 ANSWER_HINT = "a allow once · s allow for this session · r reject · r <message> reject and tell"
 """The answers a question takes, as the prompt shows them."""
@@ -66,14 +71,18 @@ class _Question:
 
 
 def log_grant(request: ApprovalRequest, kind: tuple[str, str]) -> None:
-    """Log an "allow for this session" grant in the asking agent's session."""
+    """Log an "allow for this session" answer in the asking agent's session, as the command the
+    user gave (``command/run`` + ``command/done``: format v0 has no event of its own for it,
+    and the TypeScript harness refuses a type outside its inventory)."""
     tool, sandbox = kind
-    data: dict[str, Any] = {"grantId": str(uuid.uuid4()), "toolName": tool}
-    if request.call_id is not None:
-        data["callId"] = request.call_id
-    if sandbox:
-        data["sandbox"] = sandbox
-    request.agent.session.append("approval/session-grant", data, ignorable=True)
+    command_id = f"command-{uuid.uuid4()}"
+    args = f"{tool} {sandbox}".strip()
+    run: dict[str, Any] = {"commandId": command_id, "name": GRANT_COMMAND, "args": args}
+    run["source"] = {"kind": "user"}
+    request.agent.session.append("command/run", run)
+    done: dict[str, Any] = {"commandId": command_id, "kind": "success"}
+    done["text"] = f"allowed for this session: {args}"
+    request.agent.session.append("command/done", done)
 
 
 def tell_the_model(request: ApprovalRequest, message: str) -> None:

@@ -1,5 +1,6 @@
 """The interactive session's slash commands. Each is logged as the harness logs commands,
-``command/run {commandId, name, args?, source}`` then ``command/done {commandId, kind, text?}``
+``command/run {commandId, name, args?, source: {kind: "user"}}`` then ``command/done
+{commandId, kind: "success" | "error", text?}``
 (never model-visible); ``/help`` and ``/status`` answer while a turn runs, the others wait for
 it (or Ctrl-C)."""
 
@@ -283,13 +284,13 @@ async def run_slash(context: SlashContext, line: str) -> bool:
         context.say(f"/{name} waits for the turn to end (or Ctrl-C to cancel it)", "yellow")
         return False
     handler = entry[0]
-    command_id = str(uuid.uuid4())
-    run: dict[str, Any] = {"commandId": command_id, "name": name, "source": "user"}
+    command_id = f"command-{uuid.uuid4()}"
+    run: dict[str, Any] = {"commandId": command_id, "name": name, "source": {"kind": "user"}}
     if args:
         run["args"] = args
     if name not in _SWITCHING:
         context.session.agent.session.append("command/run", run)
-    kind, text, leave = "ok", None, False
+    kind, text, leave = "success", None, False
     try:
         text = await handler(context, args)
     except _Exit:
