@@ -104,7 +104,7 @@ def test_a_bash_tool_call_is_run_and_fed_back(
     assert len(steps) == 2, "the result was never sent back"
     (end,) = _of(events, "turn/end")
     assert end["reason"]["error"]["code"] == "MAX_STEPS"
-    assert "⏺ bash" in done.stdout
+    assert "⏺ bash" in done.stderr  # into a pipe, stdout holds the final answer alone
     # this server streams no usage: its answers have none in the log, and stderr says so
     assert all("usage" not in m for m in _of(events, "assistant/message"))
     assert "tokens: not reported by the server (2 model calls)" in done.stderr
