@@ -42,25 +42,10 @@ def _only_v0_types(events: list[dict[str, Any]]) -> None:
     assert types <= CORE_EVENT_TYPES | PLUGIN_EVENT_TYPES, types
 
 
-def _escalating_bash(server: LoopbackModel, command: str, call_id: str) -> list[Any]:
-    arguments = {
-        "command": command,
-        "description": "needs the network",
-        "sandbox_permissions": "danger-full-access",
-        "justification": "to fetch the dependencies",
-    }
-    call = {"index": 0, "id": call_id, "type": "function",
-            "function": {"name": "bash", "arguments": json.dumps(arguments)}}  # fmt: skip
-    return [
-        server.chunk({"role": "assistant", "content": ""}),
-        server.chunk({"tool_calls": [call]}),
-        server.chunk({}, "tool_calls"),
-        b"data: [DONE]\n\n",
-    ]
-
-
-def _tool_call(server: LoopbackModel, name: str, arguments: dict[str, Any]) -> list[Any]:
-    call = {"index": 0, "id": f"call-{name}", "type": "function",
+def _tool_call(
+    server: LoopbackModel, name: str, arguments: dict[str, Any], call_id: str | None = None
+) -> list[Any]:
+    call = {"index": 0, "id": call_id or f"call-{name}", "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
     return [
         server.chunk({"role": "assistant", "content": ""}),
@@ -68,6 +53,24 @@ def _tool_call(server: LoopbackModel, name: str, arguments: dict[str, Any]) -> l
         server.chunk({}, "tool_calls"),
         b"data: [DONE]\n\n",
     ]
+
+
+def _escalating_bash(server: LoopbackModel, command: str, call_id: str) -> list[Any]:
+    """A bash call asking for full access: an approval question under workspace-write."""
+    arguments = {
+        "command": command,
+        "description": "needs the network",
+        "sandbox_permissions": "danger-full-access",
+        "justification": "to fetch the dependencies",
+    }
+    return _tool_call(server, "bash", arguments, call_id)
+
+
+def _configure_confined(dsh: Dsh, server: LoopbackModel) -> None:
+    """The loopback model under workspace-write, where an escalation is asked."""
+    dsh.configure(server)
+    config = dsh.home / "config.toml"
+    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
 
 
 def test_a_streamed_markdown_answer_is_rendered_and_escapes_stay_visible(
@@ -99,9 +102,7 @@ def test_a_streamed_markdown_answer_is_rendered_and_escapes_stay_visible(
 def test_an_inline_approval_for_the_session_then_a_second_call_is_not_asked(
     dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
 ) -> None:
-    dsh.configure(model_server)
-    config = dsh.home / "config.toml"
-    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    _configure_confined(dsh, model_server)
     model_server.scripts = [
         _escalating_bash(model_server, "echo first-call", "call-1"),
         _escalating_bash(model_server, "echo second-call", "call-2"),
@@ -131,9 +132,7 @@ def test_an_inline_approval_for_the_session_then_a_second_call_is_not_asked(
 def test_reject_with_a_message_tells_the_model(
     dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
 ) -> None:
-    dsh.configure(model_server)
-    config = dsh.home / "config.toml"
-    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    _configure_confined(dsh, model_server)
     model_server.scripts = [
         _escalating_bash(model_server, "curl example.com", "call-1"),
         model_server.text_answer("Understood."),
@@ -299,9 +298,7 @@ def test_dsh_run_ctrl_c_at_the_approval_prompt_cancels_and_leaves_nothing_readin
 ) -> None:
     """Before: a thread stayed blocked reading standard input, so dsh ran on until someone
     pressed Enter (and swallowed the next shell command typed)."""
-    dsh.configure(model_server)
-    config = dsh.home / "config.toml"
-    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    _configure_confined(dsh, model_server)
     model_server.scripts = [_escalating_bash(model_server, "echo hi", "call-1")]
     screen_of = terminal("run", "do it")
     screen = screen_of.wait_for("answer: a allow once")
@@ -318,9 +315,7 @@ def test_dsh_run_ctrl_c_at_the_approval_prompt_cancels_and_leaves_nothing_readin
 def test_dsh_run_allow_for_the_session_covers_the_turns_second_request(
     dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
 ) -> None:
-    dsh.configure(model_server)
-    config = dsh.home / "config.toml"
-    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    _configure_confined(dsh, model_server)
     model_server.scripts = [
         _escalating_bash(model_server, "echo first-call", "call-1"),
         _escalating_bash(model_server, "echo second-call", "call-2"),
@@ -364,9 +359,7 @@ def test_a_failing_slash_command_says_one_line_and_the_session_goes_on(
 def test_a_session_grant_does_not_carry_into_a_new_session(
     dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
 ) -> None:
-    dsh.configure(model_server)
-    config = dsh.home / "config.toml"
-    config.write_text(config.read_text().replace("danger-full-access", "workspace-write"))
+    _configure_confined(dsh, model_server)
     model_server.scripts = [
         _escalating_bash(model_server, "echo first-call", "call-1"),
         model_server.text_answer("One ran."),
