@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from dsh_bash_local._collector import OutputCollector
 from dsh_shell import (
     DSH_ENV_PREFIX,
     CollectedOutput,
+    OutputListener,
+    OutputStream,
     ShellExecRequest,
     ShellExecSpec,
     ShellRunResult,
@@ -68,15 +71,21 @@ class BrokenUnboundedOutput(LocalBashExecutor):
 class BrokenUnboundedSpill(LocalBashExecutor):
     """Spills streams of any size: no spill cap."""
 
-    def _collector(self, max_bytes: int, label: str) -> OutputCollector:
-        return OutputCollector(max_bytes, 2**62, lambda: self._spill.open(label))
+    def _collector(
+        self, max_bytes: int, label: OutputStream, on_output: OutputListener | None = None
+    ) -> OutputCollector:
+        on_text = None if on_output is None else functools.partial(on_output, label)
+        return OutputCollector(max_bytes, 2**62, lambda: self._spill.open(label), on_text)
 
 
 class BrokenNeverSpills(LocalBashExecutor):
     """Truncates without ever writing a spill file."""
 
-    def _collector(self, max_bytes: int, label: str) -> OutputCollector:
-        return OutputCollector(max_bytes, 0, lambda: self._spill.open(label))
+    def _collector(
+        self, max_bytes: int, label: OutputStream, on_output: OutputListener | None = None
+    ) -> OutputCollector:
+        on_text = None if on_output is None else functools.partial(on_output, label)
+        return OutputCollector(max_bytes, 0, lambda: self._spill.open(label), on_text)
 
 
 class BrokenIgnoresEnv(LocalBashExecutor):
@@ -178,6 +187,31 @@ class BrokenCancelledCallerGetsAnotherError(LocalBashExecutor):
         return await super().run(spec)
 
 
+class BrokenOutputOnlyAtTheEnd(LocalBashExecutor):
+    """Tells ``on_output`` the whole output once the command has ended (and lets a failing
+    listener's exception out)."""
+
+    async def run(self, spec: ShellExecSpec) -> ShellRunResult:
+        listener = spec.on_output
+        result = await super().run(dataclasses.replace(spec, on_output=None))
+        if listener is not None:
+            listener("stdout", result.stdout.text)
+            listener("stderr", result.stderr.text)
+        return result
+
+
+class BrokenLiveOutputOnOneStream(LocalBashExecutor):
+    """Tells ``on_output`` every piece as stdout, stderr's included."""
+
+    async def run(self, spec: ShellExecSpec) -> ShellRunResult:
+        listener = spec.on_output
+        if listener is None:
+            return await super().run(spec)
+        return await super().run(
+            dataclasses.replace(spec, on_output=lambda _stream, text: listener("stdout", text))
+        )
+
+
 BROKEN: dict[str, type[LocalBashExecutor]] = {
     cls.__name__: cls
     for cls in (
@@ -196,6 +230,8 @@ BROKEN: dict[str, type[LocalBashExecutor]] = {
         BrokenIgnoresWorkdir,
         BrokenCancelLeavesTheCommandRunning,
         BrokenCancelledCallerGetsAnotherError,
+        BrokenOutputOnlyAtTheEnd,
+        BrokenLiveOutputOnOneStream,
     )
 }
 """Every broken variant by name."""

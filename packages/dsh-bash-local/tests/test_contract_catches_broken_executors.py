@@ -63,6 +63,11 @@ BROKEN: dict[str, dict[str, str]] = {
     "BrokenCancelledCallerGetsAnotherError": {
         "cancelled_task_starts_nothing": "RuntimeError: refusing to run in a cancelled task",
     },
+    "BrokenOutputOnlyAtTheEnd": {
+        "live_output_arrives_while_the_command_runs": "was not told 'first-line' while it ran",
+        "a_failing_listener_does_not_stop_the_command": "RuntimeError: a broken display",
+    },
+    "BrokenLiveOutputOnOneStream": {"live_output_joins_to_the_result": "on_output joined to"},
 }
 # Extra configuration a variant needs to show its bug quickly (still a valid configuration).
 CONFIG: dict[str, dict[str, Any]] = {

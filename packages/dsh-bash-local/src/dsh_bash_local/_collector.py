@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 from collections.abc import Callable
@@ -42,10 +43,18 @@ class OutputCollector:
     0600 file (``O_EXCL``) from ``open_spill`` and every later chunk is appended; if the stream
     outgrows ``spill_cap`` (or a write fails) the file is deleted and spilling stops.
     Offsets count bytes of the whole stream, so readers can consume incrementally.
+
+    ``on_text``, when given, hears the stream as it arrives, decoded as UTF-8 (a character
+    split between chunks is held back until it is whole; the rest is told on `close`); an
+    exception it raises is swallowed, so a failing listener never costs output.
     """
 
     def __init__(
-        self, max_bytes: int, spill_cap: int, open_spill: Callable[[], tuple[int, Path]]
+        self,
+        max_bytes: int,
+        spill_cap: int,
+        open_spill: Callable[[], tuple[int, Path]],
+        on_text: Callable[[str], None] | None = None,
     ) -> None:
         self._max = max_bytes
         self._spill_cap = spill_cap
@@ -55,6 +64,8 @@ class OutputCollector:
         self._spill_fd: int | None = None
         self._spill_path: Path | None = None
         self._spill_done = spill_cap <= 0
+        self._on_text = on_text
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     @property
     def total(self) -> int:
@@ -75,6 +86,7 @@ class OutputCollector:
         """Add a chunk of the stream."""
         if not data:
             return
+        self._tell(self._decoder.decode(data))
         self._total += len(data)
         if self._spill_fd is not None:
             if self._total > self._spill_cap:
@@ -118,8 +130,18 @@ class OutputCollector:
                 self._spill_path.unlink()
             self._spill_path = None
 
+    def _tell(self, text: str) -> None:
+        if text and self._on_text is not None:
+            # A listener is for display only: the stream goes on without it.
+            with contextlib.suppress(Exception):
+                self._on_text(text)
+
     def close(self) -> None:
-        """Seal the spill file (its path is withdrawn if closing fails)."""
+        """Tell the listener what is left, and seal the spill file (its path is withdrawn if
+        closing fails)."""
+        if self._on_text is not None:
+            self._tell(self._decoder.decode(b"", final=True))
+            self._on_text = None
         if self._spill_fd is None:
             return
         fd, self._spill_fd = self._spill_fd, None

@@ -20,6 +20,8 @@ from dsh_bash_local._spawn import spawn
 from dsh_bash_local._spill import SpillFiles
 from dsh_shell import (
     CollectedOutput,
+    OutputListener,
+    OutputStream,
     SandboxUnavailableError,
     ShellCancelledError,
     ShellExecRequest,
@@ -93,9 +95,12 @@ class LocalBashExecutor:
             default_stdout_max_bytes=self.config.max_output_bytes,
         )
 
-    def _collector(self, max_bytes: int, label: str) -> OutputCollector:
+    def _collector(
+        self, max_bytes: int, label: OutputStream, on_output: OutputListener | None = None
+    ) -> OutputCollector:
+        on_text = None if on_output is None else functools.partial(on_output, label)
         return OutputCollector(
-            max_bytes, self.config.max_spill_bytes, lambda: self._spill.open(label)
+            max_bytes, self.config.max_spill_bytes, lambda: self._spill.open(label), on_text
         )
 
     def _launch(
@@ -126,8 +131,8 @@ class LocalBashExecutor:
         if task is not None and task.cancelling():
             raise ShellCancelledError(spec.command)
         check_workdir(spec.workdir)
-        stdout = self._collector(spec.stdout_max_bytes, "stdout")
-        stderr = self._collector(self.config.max_output_bytes, "stderr")
+        stdout = self._collector(spec.stdout_max_bytes, "stdout", spec.on_output)
+        stderr = self._collector(self.config.max_output_bytes, "stderr", spec.on_output)
         loop = asyncio.get_running_loop()
         started = loop.time()
         child, cancelled = await spawn(self._launch(spec, stdout, stderr))

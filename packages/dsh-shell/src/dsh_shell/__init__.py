@@ -52,6 +52,8 @@ from dsh_shell._render import (
     truncation_notice,
 )
 from dsh_shell._request import (
+    OutputListener,
+    OutputStream,
     ShellExecRequest,
     ShellExecSpec,
     check_byte_count,
@@ -89,6 +91,8 @@ __all__ = [
     "DshEnvironment",
     "DshEnvironmentError",
     "ExitStatus",
+    "OutputListener",
+    "OutputStream",
     "ProcessOutcome",
     "ProcessRead",
     "ProcessStatus",

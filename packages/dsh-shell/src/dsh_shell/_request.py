@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
 from pathlib import Path
 
 from dsh_shell._errors import ShellValueError
 from dsh_shell._namespace import DshEnvironment, validate_dsh_environment, validate_ordinary_env
 from dsh_shell._sandbox import SandboxPolicy
+
+OutputStream = Literal["stdout", "stderr"]
+"""Which stream a piece of live output came from."""
+
+OutputListener = Callable[[OutputStream, str], None]
+"""``(stream, text)``: output of a running command as it arrives (see `ShellExecSpec`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +29,7 @@ class ShellExecRequest:
     closed (absent: ``/dev/null``). ``env`` is an ordinary overlay for trusted in-process
     plugins; ``dsh_env`` is the trusted managed ``DSH_*`` overlay, applied last.
     ``sandbox`` is the `SandboxPolicy` the command must be confined by (see `ShellExecSpec`).
+    ``on_output`` is told the output while the command runs (see `ShellExecSpec`).
     """
 
     command: str
@@ -32,6 +40,7 @@ class ShellExecRequest:
     env: Mapping[str, str] | None = None
     dsh_env: DshEnvironment | None = None
     sandbox: SandboxPolicy | None = None
+    on_output: OutputListener | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,15 @@ class ShellExecSpec:
     that policy. An executor that cannot confine it raises `SandboxUnavailableError` from
     ``run`` and ``start``; it never runs the command unconfined. ``None`` (or
     ``danger-full-access``) asks for no confinement.
+
+    ``on_output``: a foreground ``run`` calls it with each piece of output as it arrives, in
+    order per stream, decoded as UTF-8 (a character split between reads is held back until it
+    is whole; invalid bytes become U+FFFD). It is for showing progress: the result is still
+    the record, and the pieces of a stream joined equal its text whenever it was not
+    truncated. It is called on the executor's event loop and must return quickly; an exception
+    it raises is swallowed (the command goes on). ``start`` ignores it (read a background
+    process with ``read_output``). An executor that cannot stream may ignore it (the contract
+    suite's ``live_output`` capability).
     """
 
     command: str
@@ -57,6 +75,7 @@ class ShellExecSpec:
     env: Mapping[str, str] | None = None
     dsh_env: DshEnvironment | None = None
     sandbox: SandboxPolicy | None = None
+    on_output: OutputListener | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or "\0" in self.command:
@@ -75,6 +94,8 @@ class ShellExecSpec:
             object.__setattr__(self, "dsh_env", validate_dsh_environment(self.dsh_env))
         if self.sandbox is not None and not isinstance(self.sandbox, SandboxPolicy):
             raise ShellValueError("sandbox", self.sandbox, "a SandboxPolicy or None")
+        if self.on_output is not None and not callable(self.on_output):
+            raise ShellValueError("on_output", self.on_output, "a callable or None")
 
 
 def check_timeout(name: str, value: object) -> float:
@@ -107,7 +128,7 @@ def resolve_request(
     relative one is made absolute against it. A timeout above ``max_timeout`` is clamped;
     a non-positive or non-finite one raises `ShellValueError` naming ``request.timeout``.
     An ``env`` key in the ``DSH_*`` namespace raises `ReservedEnvKeyError`. The request's
-    ``sandbox`` policy is carried over unchanged.
+    ``sandbox`` policy and ``on_output`` are carried over unchanged.
     """
     base = Path(default_workdir) if default_workdir is not None else Path.cwd()
     workdir = base if request.workdir is None else base / Path(request.workdir)
@@ -126,4 +147,5 @@ def resolve_request(
         env=request.env,
         dsh_env=request.dsh_env,
         sandbox=request.sandbox,
+        on_output=request.on_output,
     )

@@ -14,7 +14,7 @@ from dsh_shell.testing._context import (
     file_mode_and_size,
     read_text,
 )
-from dsh_shell.testing._fixture import LOCAL_PROCESSES, SPILL
+from dsh_shell.testing._fixture import LIVE_OUTPUT, LOCAL_PROCESSES, SPILL
 from dsh_shell.testing._registry import ClauseGroup
 
 group = ClauseGroup()
@@ -143,3 +143,75 @@ async def concurrent_runs_stay_isolated(ctx: ClauseContext) -> None:
     outputs = await asyncio.gather(*(one(index) for index in range(16)))
     wrong = [(i, out) for i, out in outputs if out != f"in-{i}\n|{i}|session-{i}\n"]
     expect(not wrong, f"runs saw each other's input or environment: {wrong[:3]}")
+
+
+class _Heard:
+    """What an ``on_output`` listener was told, per stream, in order."""
+
+    def __init__(self) -> None:
+        self.pieces: list[tuple[str, str]] = []
+
+    def __call__(self, stream: str, text: str) -> None:
+        self.pieces.append((stream, text))
+
+    def text(self, stream: str) -> str:
+        return "".join(text for name, text in self.pieces if name == stream)
+
+
+@clause(LIVE_OUTPUT)
+async def live_output_arrives_while_the_command_runs(ctx: ClauseContext) -> None:
+    """``on_output`` hears a line before the command ends: the command waits for a file that
+    only the listener creates on hearing that line, so it cannot finish first."""
+    flag = ctx.scratch / "heard-the-first-line"
+    heard = _Heard()
+
+    def listener(stream: str, text: str) -> None:
+        heard(stream, text)
+        if "first-line" in heard.text("stdout"):
+            flag.touch()
+
+    waits = int(ctx.safety_net * 20)
+    command = (
+        "echo first-line; i=0; "
+        f'while [ ! -e "{flag}" ] && [ "$i" -lt {waits} ]; do sleep 0.05; i=$((i+1)); done; '
+        f'if [ -e "{flag}" ]; then echo heard; else echo unheard; fi'
+    )
+    result = await ctx.run(command, on_output=listener)
+    expect(
+        result.stdout.text == "first-line\nheard\n",
+        f"the command ended with {result.stdout.text!r}: on_output was not told "
+        f"'first-line' while it ran (pieces heard: {heard.pieces[:5]!r})",
+    )
+
+
+@clause(LIVE_OUTPUT)
+async def live_output_joins_to_the_result(ctx: ClauseContext) -> None:
+    """The pieces of each stream, joined, equal the result's text: stdout and stderr kept
+    apart, a UTF-8 character split between writes delivered whole."""
+    heard = _Heard()
+    command = (
+        "printf 'caf\\303'; sleep 0.05; printf '\\251 ok\\n'; echo warn >&2; seq 1 2000; echo done"
+    )
+    result = await ctx.run(command, on_output=heard)
+    got = (heard.text("stdout"), heard.text("stderr"))
+    want = (result.stdout.text, result.stderr.text)
+    expect(
+        got == want,
+        f"on_output joined to {got[0][:40]!r}…/{got[1]!r}, result {want[0][:40]!r}…/{want[1]!r}",
+    )
+    expect(want[0].startswith("café ok\n"), f"stdout begins {want[0][:12]!r}")
+    names = {name for name, _ in heard.pieces}
+    expect(names <= {"stdout", "stderr"}, f"unknown stream names {sorted(names)}")
+
+
+@clause(LIVE_OUTPUT)
+async def a_failing_listener_does_not_stop_the_command(ctx: ClauseContext) -> None:
+    """An ``on_output`` that raises is ignored: the command runs to its end and its output is
+    all in the result."""
+
+    def listener(stream: str, text: str) -> None:
+        raise RuntimeError("a broken display")
+
+    result = await ctx.run("echo one; echo two", on_output=listener)
+    got = (result.exit_code, result.stdout.text)
+    expect(got == (0, "one\ntwo\n"), f"a raising listener gave {got}")

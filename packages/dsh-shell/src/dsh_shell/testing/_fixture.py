@@ -28,7 +28,12 @@ look them up in ``/proc`` and signal them (the clauses that follow a command's p
 pid). An executor that runs each command in its own PID namespace does not declare it; it must
 show the same cleanup through its namespace in its own tests (nothing of the command is left)."""
 
-CAPABILITIES: Final = frozenset({LOCAL_PROCESSES, BACKGROUND, SPILL, CHILD_PROCESS, HOST_PIDS})
+LIVE_OUTPUT: Final = "live_output"
+"""A foreground ``run`` tells the spec's ``on_output`` the output while the command runs."""
+
+CAPABILITIES: Final = frozenset(
+    {LOCAL_PROCESSES, BACKGROUND, SPILL, CHILD_PROCESS, HOST_PIDS, LIVE_OUTPUT}
+)
 """Every capability a clause may require."""
 
 
