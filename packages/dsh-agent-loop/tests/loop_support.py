@@ -225,6 +225,7 @@ class EchoTool(ToolDefinition[EchoArgs]):
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         self.started.set()
+        execution.report_output(f"working on {args.text}\n")
         try:
             if args.wait:
                 await self.release.wait()

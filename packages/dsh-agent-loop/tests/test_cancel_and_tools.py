@@ -299,3 +299,30 @@ async def test_max_steps_per_turn_stops_a_runaway_turn(make_loop: MakeLoop) -> N
     assert reason["kind"] == "error"
     assert reason["error"]["code"] == "MAX_STEPS"
     assert "3 steps" in reason["error"]["message"]
+
+
+async def test_tool_output_listeners_hear_running_calls_and_nothing_of_it_is_logged(
+    make_loop: MakeLoop,
+) -> None:
+    extensions = Extensions()
+    heard: list[tuple[str, str]] = []
+
+    def broken(execution: Any, text: str) -> None:
+        raise RuntimeError("a display that fails")
+
+    extensions.tool_output.add(broken)
+    extensions.tool_output.add(lambda execution, text: heard.append((execution.call_id, text)))
+    model = ScriptedModel(
+        [
+            tool_call_response(("c1", "echo", echo_args("a")), ("c2", "echo", echo_args("b"))),
+            text_response("done"),
+        ]
+    )
+    loop = make_loop(model, extensions=extensions)
+    agent = await loop.create("s1", options=OPTIONS)
+    agent.followup("go")
+    await agent.wait_idle()
+    assert heard == [("c1", "working on a\n"), ("c2", "working on b\n")]
+    assert sorted(results_by_call(agent.session.events)) == ["c1", "c2"]
+    logged = json.dumps([e.data for e in agent.session.events], default=str)
+    assert "working on" not in logged

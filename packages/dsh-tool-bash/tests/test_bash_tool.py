@@ -474,3 +474,31 @@ async def test_run_in_background_of_any_truthy_shape_is_refused_by_a_foreground_
     assert result.error.code == "BACKGROUND_DISABLED"
     assert executor.requests == []
     assert executor.start_specs == []
+
+
+async def test_a_watched_foreground_call_streams_the_commands_output_to_the_watcher(
+    tools: ToolRegistry, executor: Any
+) -> None:
+    heard: list[tuple[str, str]] = []
+    arguments = json.dumps({"command": "make", "description": "Build"})
+    await tools.execute(
+        ToolCall("call-w", "bash", arguments),
+        on_output=lambda execution, text: heard.append((execution.call_id, text)),
+    )
+    listener = executor.run_specs[0].on_output
+    assert listener is not None
+    listener("stdout", "compiling\n")
+    listener("stderr", "warning: x\n")
+    assert heard == [("call-w", "compiling\n"), ("call-w", "warning: x\n")]
+
+
+async def test_an_unwatched_or_background_call_asks_for_no_live_output(
+    tools: ToolRegistry, executor: Any
+) -> None:
+    await tools.execute(ToolCall("c1", "bash", '{"command": "make", "description": "Build"}'))
+    background = {"command": "sleep 9", "description": "Wait", "run_in_background": True}
+    await tools.execute(
+        ToolCall("c2", "bash", json.dumps(background)), on_output=lambda execution, text: None
+    )
+    assert executor.run_specs[0].on_output is None
+    assert executor.start_specs[0].on_output is None

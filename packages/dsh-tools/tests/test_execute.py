@@ -268,3 +268,40 @@ async def test_a_raising_concurrency_check_means_run_alone() -> None:
     tools = ToolRegistry()
     tools.register(Failing("x"))
     assert not tools.is_concurrency_safe(_call("returning", "{}"))
+
+
+class Reporting(ToolDefinition[NoArgs]):
+    name = "reporting"
+    description = "Reports two pieces of output while it runs, then returns."
+    parameters = NoArgs
+
+    async def execute(self, args: NoArgs, execution: ToolExecution) -> ToolContent:
+        execution.report_output("first ")
+        execution.report_output("")  # nothing to tell: the watcher is not called
+        execution.report_output("second")
+        return "done"
+
+
+async def test_a_body_reports_output_to_the_watcher_with_its_execution() -> None:
+    registry = ToolRegistry()
+    registry.register(Reporting())
+    heard: list[tuple[str, str]] = []
+    result = await registry.execute(
+        ToolCall("c1", "reporting", "{}"),
+        on_output=lambda execution, text: heard.append((execution.call_id, text)),
+    )
+    assert result.text == "done"
+    assert heard == [("c1", "first "), ("c1", "second")]
+
+
+async def test_reported_output_without_a_watcher_or_to_a_failing_one_changes_nothing() -> None:
+    registry = ToolRegistry()
+    registry.register(Reporting())
+
+    def failing(execution: ToolExecution, text: str) -> None:
+        raise RuntimeError("the display broke")
+
+    unwatched = await registry.execute(ToolCall("c1", "reporting", "{}"))
+    watched = await registry.execute(ToolCall("c2", "reporting", "{}"), on_output=failing)
+    assert (unwatched.is_error, unwatched.text) == (False, "done")
+    assert (watched.is_error, watched.text) == (False, "done")

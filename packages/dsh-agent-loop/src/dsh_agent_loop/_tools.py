@@ -10,7 +10,14 @@ from typing import Any
 from dsh_agent_loop._errors import CheckpointError
 from dsh_llm import ToolCallBlock
 from dsh_session import Session
-from dsh_tools import Approver, ToolAbortedError, ToolCaller, ToolRegistry, ToolResult
+from dsh_tools import (
+    Approver,
+    ToolAbortedError,
+    ToolCaller,
+    ToolOutputListener,
+    ToolRegistry,
+    ToolResult,
+)
 
 __all__ = ["ToolBatch", "skipped_result"]
 
@@ -33,7 +40,8 @@ class ToolBatch:
     When the turn is cancelled, started calls are drained (the registry gives them
     ``ABORTED``); a failed checkpoint stops new calls. Calls that never started get a synthetic
     ``tool/call`` + error ``tool/result`` pair (``ABORTED_BEFORE_DISPATCH`` or
-    ``CHECKPOINT_FAILED``), so the log stays valid for any provider.
+    ``CHECKPOINT_FAILED``), so the log stays valid for any provider. ``on_output`` watches
+    every call's body (see ``ToolRegistry.execute``).
     """
 
     def __init__(
@@ -49,8 +57,10 @@ class ToolBatch:
         aborted: Callable[[], bool],
         max_parallel: int,
         approver: Approver | None = None,
+        on_output: ToolOutputListener | None = None,
     ) -> None:
         self._session = session
+        self._on_output = on_output
         self._registry = registry
         self._caller = caller
         self._calls = list(calls)
@@ -121,7 +131,7 @@ class ToolBatch:
             self._results[index] = skipped_result("ABORTED_BEFORE_DISPATCH", "")
             return
         self._results[index] = await self._registry.execute(
-            self._calls[index], self._caller, approver=self._approver
+            self._calls[index], self._caller, approver=self._approver, on_output=self._on_output
         )
 
     def _concurrency_safe(self, index: int) -> bool:

@@ -19,6 +19,7 @@ from dsh_agent import (
     CancelCause,
     CheckpointPoint,
     Enter,
+    Extensions,
     Fail,
     PreStepDecision,
     Reject,
@@ -36,7 +37,7 @@ from dsh_agent_loop._stream import Attempt, stream_attempt
 from dsh_agent_loop._tools import ToolBatch, skipped_result
 from dsh_llm import LlmFailure, Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
 from dsh_session import Session
-from dsh_tools import Allow, Deny, ToolCaller, ToolExecution
+from dsh_tools import Allow, Deny, ToolCaller, ToolExecution, ToolOutputListener
 
 __all__ = ["ModelFailedError", "TurnAgent", "run_turn"]
 
@@ -221,6 +222,7 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
             aborted=agent.aborting,
             max_parallel=runtime.max_parallel_tools,
             approver=agent.approve,
+            on_output=_tool_output(runtime.extensions),
         )
         if truncated:
             batch.skip(
@@ -312,3 +314,17 @@ async def _turn_end_checkpoint(agent: TurnAgent) -> None:
     error = checkpoint.exception() if not checkpoint.cancelled() else None
     if error is not None:
         _log.warning("session %s: the turn-end checkpoint failed: %s", agent.id, error)
+
+
+def _tool_output(extensions: Extensions) -> ToolOutputListener | None:
+    """What running tools report, told to the ``tool_output`` listeners (none: not asked)."""
+    listeners = extensions.tool_output
+    if not listeners:
+        return None
+
+    def tell(execution: ToolExecution, text: str) -> None:
+        for listener in listeners:
+            with contextlib.suppress(Exception):  # one failing display never stops another
+                listener(execution, text)
+
+    return tell

@@ -22,6 +22,10 @@ Each point is a :class:`Listeners` list; ``add(listener)`` returns a ``dsh_tools
   that raises fails the step (no retry).
 - ``approval(request)``: answerers, in order until one returns an outcome; ``None`` passes to
   the next; no answer is ``unavailable`` (see ``dsh_agent.ApprovalRequest``).
+- ``tool_output(execution, text)``: every listener in order, each time a running tool reports
+  output (a bash command's lines as they come). Plain functions only, called on the event loop
+  and expected to return at once; for display, never logged (the result is); one that raises
+  is skipped for that report. Without listeners, tools are not asked to report.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from dsh_agent._approval import ApprovalAnswerer
 from dsh_agent._options import RequestConfig
 from dsh_llm import LlmFailure, Message, UserMessage
-from dsh_tools import Disposer
+from dsh_tools import Disposer, ToolOutputListener
 
 if TYPE_CHECKING:
     from dsh_agent._agent import Agent
@@ -222,3 +226,6 @@ class Extensions:
         default_factory=lambda: Listeners("request_error")
     )
     approval: Listeners[ApprovalAnswerer] = field(default_factory=lambda: Listeners("approval"))
+    tool_output: Listeners[ToolOutputListener] = field(
+        default_factory=lambda: Listeners("tool_output")
+    )

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from dsh_shell import (
+    OutputListener,
     SandboxMode,
     SandboxPolicy,
     ShellExecRequest,
@@ -252,6 +253,7 @@ class BashTool(ToolDefinition[BashArgs]):
             timeout=timeout,
             dsh_env=await self.shell_env.collect(execution),
             sandbox=policy,
+            on_output=_output_reporter(execution) if not background else None,
         )
         spec = self.executor.resolve(request)
         if background:
@@ -262,6 +264,13 @@ class BashTool(ToolDefinition[BashArgs]):
         if result.aborted:
             raise ToolAbortedError(before_dispatch=False)
         return render_result(result) + _denial_hint(result)
+
+
+def _output_reporter(execution: ToolExecution) -> OutputListener | None:
+    """The command's live output, both streams, to whoever watches the call (none: None)."""
+    if execution.on_output is None:
+        return None
+    return lambda _stream, text: execution.report_output(text)
 
 
 def _denial_hint(result: ShellRunResult) -> str:

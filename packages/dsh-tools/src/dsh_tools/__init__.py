@@ -19,7 +19,13 @@ from dsh_tools._errors import (
     ToolHookError,
     UnknownToolError,
 )
-from dsh_tools._execution import ToolCall, ToolCaller, ToolExecution, freeze_json
+from dsh_tools._execution import (
+    ToolCall,
+    ToolCaller,
+    ToolExecution,
+    ToolOutputListener,
+    freeze_json,
+)
 from dsh_tools._hooks import (
     ALLOW,
     Allow,
@@ -59,6 +65,7 @@ __all__ = [
     "ToolError",
     "ToolErrorInfo",
     "ToolExecution",
+    "ToolOutputListener",
     "ToolHookError",
     "ToolRegistry",
     "ToolResult",

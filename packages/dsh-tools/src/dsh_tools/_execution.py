@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from dsh_llm import ToolCallBlock
 
-__all__ = ["ToolCall", "ToolCaller", "ToolExecution", "freeze_json"]
+__all__ = ["ToolCall", "ToolCaller", "ToolExecution", "ToolOutputListener", "freeze_json"]
 
 
 class _CallerHeader(Protocol):
@@ -66,18 +67,35 @@ class ToolExecution:
     ``arguments`` is the parsed JSON object, deep-frozen (mappings are read-only, arrays are
     tuples); the validated parameter model is passed to the body separately. ``caller`` is the
     agent, or ``None`` when the call has none. Cancellation is asyncio's: the body runs in the
-    caller's task, so cancelling that task interrupts it.
+    caller's task, so cancelling that task interrupts it. ``on_output`` is whoever watches the
+    call run (see `report_output`), ``None`` when nobody does.
     """
 
     call_id: str
     tool_name: str
     arguments: Mapping[str, Any]
     caller: ToolCaller | None = None
+    on_output: ToolOutputListener | None = field(default=None, compare=False, repr=False)
+
+    def report_output(self, text: str) -> None:
+        """Tell the watcher output the body produced while running (a bash command's lines).
+
+        For display only: the result is the record, and nothing told here is logged. Without a
+        watcher it does nothing; a watcher that raises is ignored, so showing progress can
+        never fail the call. Call it from the event loop's thread.
+        """
+        if self.on_output is not None and text:
+            with contextlib.suppress(Exception):
+                self.on_output(self, text)
 
     @property
     def session_id(self) -> str | None:
         """The caller's ``session.header.id``, ``None`` without a caller."""
         return self.caller.session.header.id if self.caller is not None else None
+
+
+ToolOutputListener = Callable[[ToolExecution, str], None]
+"""``(execution, text)``: output a running call reported (see `ToolExecution.report_output`)."""
 
 
 def freeze_json(value: Any) -> Any:

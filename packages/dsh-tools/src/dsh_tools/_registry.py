@@ -21,7 +21,13 @@ from dsh_tools._errors import (
     ToolHookError,
     UnknownToolError,
 )
-from dsh_tools._execution import ToolCall, ToolCaller, ToolExecution, freeze_json
+from dsh_tools._execution import (
+    ToolCall,
+    ToolCaller,
+    ToolExecution,
+    ToolOutputListener,
+    freeze_json,
+)
 from dsh_tools._hooks import Allow, Approver, Ask, Deny, PostExecuteHook, PreExecuteHook
 from dsh_tools._result import ToolResult
 
@@ -134,8 +140,12 @@ class ToolRegistry:
         caller: ToolCaller | None = None,
         *,
         approver: Approver | None = None,
+        on_output: ToolOutputListener | None = None,
     ) -> ToolResult:
         """Run one call and return its result; a failure is an error result, never an exception.
+
+        ``on_output`` watches the body run: it becomes the execution's ``on_output``, which a
+        tool that has output to show as it goes (bash) reports to.
 
         Steps, each ending the call with an error result (``Error: <message>``) on failure:
 
@@ -182,6 +192,7 @@ class ToolRegistry:
             tool_name=call.name,
             arguments=freeze_json(parsed),
             caller=caller,
+            on_output=on_output,
         )
 
         try:
