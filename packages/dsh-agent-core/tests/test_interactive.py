@@ -427,3 +427,58 @@ def test_ctrl_c_during_a_slash_command_cancels_it_not_the_session(
     screen_of.send("three")
     screen = screen_of.wait_for("Still working.")
     assert "[dsh exited" not in screen
+
+
+def test_a_running_commands_output_shows_live_and_gives_way_to_its_result(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal], tmp_path: Path
+) -> None:
+    dsh.configure(model_server)
+    flag = tmp_path / "go-on"
+    # The output's words are built by the shell, so the call's own line never shows them.
+    command = (
+        'for w in one two; do echo "live-line-$w"; done; '
+        f'while [ ! -e "{flag}" ]; do sleep 0.1; done; echo "finished-$((2 * 3))"'
+    )
+    model_server.scripts = [
+        model_server.bash_call(command, description="print, then wait for a file"),
+        model_server.text_answer("All done."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("run it")
+    # The command is still running: it waits for the file only this test creates.
+    screen = screen_of.wait_for("│ live-line-two")
+    assert "│ live-line-one" in screen
+    assert "finished-6" not in screen
+    assert "running bash" in screen  # the spinner's label in the status line
+    flag.touch()
+    screen = screen_of.wait_for("All done.")
+    assert "⎿ live-line-one" in screen  # the result, under the call
+    assert "finished-6" in screen
+    assert "│ live-line" not in screen  # the live lines went with the call
+
+
+def test_long_reasoning_is_collapsed_and_ctrl_o_shows_it_whole(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server)
+    thoughts = "".join(f"thought number {n}\n" for n in range(1, 13))
+    model_server.scripts = [
+        [
+            model_server.chunk({"role": "assistant", "content": ""}),
+            model_server.chunk({"reasoning_content": thoughts}),
+            model_server.chunk({"content": "The answer."}),
+            model_server.chunk({}, "stop"),
+            b"data: [DONE]\n\n",
+        ]
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("think hard")
+    screen = screen_of.wait_for("The answer.")
+    assert "thought number 8" in screen
+    assert "thought number 9" not in screen
+    assert "4 more lines of reasoning (Ctrl-O shows all)" in screen
+    screen_of.keys("C-o")
+    screen = screen_of.wait_for("thought number 12")
+    assert "reasoning:" in screen

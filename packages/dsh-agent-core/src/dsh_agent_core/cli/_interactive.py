@@ -3,10 +3,11 @@
 One prompt (prompt_toolkit: history per project, multi-line paste, Esc-Enter for a new line,
 completion of slash commands and paths) over one agent. A line typed while a turn runs is
 steered into that turn; Ctrl-C cancels the turn (or, at an empty prompt, twice exits); Ctrl-D
-exits. Answers render through :mod:`dsh_agent_core.cli._render`, approvals are asked inline
+exits; Ctrl-O shows the latest reasoning whole. Answers render through :mod:`dsh_agent_core.cli._render`, approvals are asked inline
 (:mod:`dsh_agent_core.cli._approval`), slash commands are in
 :mod:`dsh_agent_core.cli._slash`. The status line under the input shows the model, the context
-used, the session's tokens, the sandbox mode and what is running."""
+used, the session's tokens, the sandbox mode and what is running; above it, the last lines a
+running command printed."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from dsh_agent_core._config import Config
 from dsh_agent_core._harness import Harness, compose, interrupted_child_notice
 from dsh_agent_core._permissions import logged_approval_policy, logged_sandbox_mode
 from dsh_agent_core.cli._approval import InlineApprovals
-from dsh_agent_core.cli._render import Activity, MarkdownPrinter
+from dsh_agent_core.cli._render import Activity, LiveOutput, MarkdownPrinter
 from dsh_agent_core.cli._slash import SLASH_COMMANDS, SlashContext, run_slash
 from dsh_agent_core.cli._terminal import TerminalConsole, terminal_text
 from dsh_agent_core.cli._usage import session_totals
@@ -88,6 +89,7 @@ class InteractiveSession:
     cwd: str
     console: TerminalConsole = field(default_factory=lambda: _console())
     activity: Activity = field(default_factory=Activity)
+    live: LiveOutput = field(default_factory=LiveOutput)
     turn_task: asyncio.Task[None] | None = None
     started: float = field(default_factory=time.monotonic)
     last_interrupt: float = 0.0
@@ -103,8 +105,13 @@ class InteractiveSession:
         if self._subscription is not None:
             self._subscription.close()
         self.agent = agent
-        self.printer = MarkdownPrinter(self.console, self.activity)
+        self.printer = MarkdownPrinter(self.console, self.activity, self.live)
         self._subscription = agent.session.subscribe(self.printer)
+
+    def tool_output(self, execution: Any, text: str) -> None:
+        """A ``tool_output`` listener: a running call's output, shown above the status line."""
+        self.live.feed(str(execution.call_id), text)
+        self.refresh()
 
     @property
     def running(self) -> bool:
@@ -168,7 +175,12 @@ class InteractiveSession:
             spinner = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"[int(time.monotonic() * 8) % 10]
             parts.append(f"{spinner} {running}")
         text = " · ".join(terminal_text(p, one_line=True) for p in parts)
-        return FormattedText([("bold", text)])  # plain text: nothing in it is markup
+        width = max(20, shutil.get_terminal_size().columns - 6)
+        live = [
+            ("", f"  │ {terminal_text(line, one_line=True)[:width]}\n")
+            for line in self.live.lines()
+        ]
+        return FormattedText([*live, ("bold", text)])  # plain text: nothing in it is markup
 
     def prompt_text(self) -> str:
         if self.approvals is not None and self.approvals.asking:
@@ -221,6 +233,11 @@ class InteractiveSession:
         @bindings.add("escape", "enter")
         def _newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
+
+        @bindings.add("c-o")
+        def _reasoning(event: KeyPressEvent) -> None:
+            if self.printer is not None:
+                self.printer.show_reasoning()
 
         return bindings
 
@@ -306,6 +323,7 @@ async def run_interactive(config: Config, *, cwd: str, choose_agent: Any) -> Non
             session.attach(agent)
             session.approvals = InlineApprovals(console=session.console, on_change=session.refresh)
             harness.extensions.approval.add(session.approvals.answer)
+            harness.extensions.tool_output.add(session.tool_output)
             try:
                 await session.loop(config)
             finally:

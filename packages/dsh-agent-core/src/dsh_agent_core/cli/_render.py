@@ -1,7 +1,8 @@
 """How the interactive session shows a turn: the answer as markdown, finished line by finished
 line (a code block once it closes; nothing is re-wrapped or redrawn, and the line being streamed
 shows in the status line), reasoning dimmed and capped, each tool call as one
-line (an edit as a bounded unified diff), its result in brief.
+line (an edit as a bounded unified diff), its result in brief. A running command's output shows
+live above the status line (`LiveOutput`) and is replaced by the result when the call ends.
 
 Everything shown comes from a model or a tool, so everything goes through the sanitizing
 ``TerminalConsole`` (controls shown as escapes, never interpreted)."""
@@ -12,6 +13,7 @@ import contextlib
 import difflib
 import json
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +24,7 @@ from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._transcript import reason_text
 from dsh_session import SessionEvent
 
-__all__ = ["DIFF_LINES", "Activity", "MarkdownPrinter", "call_line", "edit_diff"]
+__all__ = ["DIFF_LINES", "Activity", "LiveOutput", "MarkdownPrinter", "call_line", "edit_diff"]
 
 DIFF_LINES = 40
 """The most lines of a diff shown on the terminal (the whole edit stays in the log)."""
@@ -30,6 +32,12 @@ REASONING_LINES = 8
 """The most lines of one reasoning block shown (dimmed); the rest stays in the log."""
 RESULT_LINES = 6
 """The most lines of a tool's output shown under its call."""
+LIVE_LINES = 5
+"""The most lines of a running command's output shown live above the status line."""
+LIVE_LINE_CHARS = 400
+"""The most characters of one live line kept (a line without an end is cut there)."""
+REASONING_KEPT_CHARS = 64 * 1024
+"""The most characters of the latest reasoning block kept for Ctrl-O (the log has it all)."""
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
@@ -120,12 +128,55 @@ class Activity:
         return f"{self.label} {time.monotonic() - self.since:.0f}s"
 
 
+class LiveOutput:
+    """The last lines of output of the calls still running, newest call first.
+
+    Bounded: `LIVE_LINES` lines per call, each cut at `LIVE_LINE_CHARS`; a call's lines are
+    dropped when its result arrives (`finish`)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, tuple[deque[str], list[str]]] = {}
+
+    def feed(self, call_id: str, text: str) -> None:
+        """Add ``text`` a running call reported."""
+        lines, partial = self._calls.pop(call_id, (deque(maxlen=LIVE_LINES), [""]))
+        self._calls[call_id] = (lines, partial)  # the latest call to report goes last
+        *done, rest = (partial[0] + text).split("\n")
+        for line in done:
+            lines.append(line[:LIVE_LINE_CHARS])
+        partial[0] = rest[-LIVE_LINE_CHARS:]
+
+    def finish(self, call_id: str) -> None:
+        """Forget a call that has ended."""
+        self._calls.pop(call_id, None)
+
+    def clear(self) -> None:
+        """Forget every call (the turn ended)."""
+        self._calls.clear()
+
+    def lines(self) -> list[str]:
+        """What to show: the newest reporting call's last lines, its unfinished line too."""
+        if not self._calls:
+            return []
+        lines, partial = next(reversed(self._calls.values()))
+        shown = [*lines, partial[0]] if partial[0] else list(lines)
+        return shown[-LIVE_LINES:]
+
+
 class MarkdownPrinter:
     """A session subscriber that prints a turn for a person at a terminal."""
 
-    def __init__(self, console: Console, activity: Activity | None = None) -> None:
+    def __init__(
+        self,
+        console: Console,
+        activity: Activity | None = None,
+        live: LiveOutput | None = None,
+    ) -> None:
         self._console = console
         self.activity = activity if activity is not None else Activity()
+        self.live = live if live is not None else LiveOutput()
+        self.last_reasoning = ""  # the latest reasoning block, whole (bounded), for Ctrl-O
+        self._in_reasoning = False
         self._text = ""  # the answer's line being streamed, not yet printed
         self._fence: list[str] | None = None  # an open fenced code block's lines
         self._blank = True  # the last thing printed was a blank line (or nothing)
@@ -192,6 +243,9 @@ class MarkdownPrinter:
         return tail if len(tail) <= 60 else "…" + tail[-59:]
 
     def _reasoning_delta(self, text: str) -> None:
+        if not self._in_reasoning:
+            self.last_reasoning, self._in_reasoning = "", True
+        self.last_reasoning = (self.last_reasoning + text)[:REASONING_KEPT_CHARS]
         self._reasoning += text
         *done, self._reasoning = self._reasoning.split("\n")
         for line in done:
@@ -201,13 +255,29 @@ class MarkdownPrinter:
         self._reasoning_shown += 1
         if self._reasoning_shown <= REASONING_LINES:
             self._console.print(Text(terminal_text(line, one_line=True), style="dim italic"))
-        elif self._reasoning_shown == REASONING_LINES + 1:
-            self._console.print(Text("  … (more reasoning in the log)", style="dim italic"))
 
     def _end_reasoning(self) -> None:
         if self._reasoning:
             self._reasoning_line(self._reasoning)
+        hidden = self._reasoning_shown - REASONING_LINES
+        if hidden > 0:
+            more = (
+                f"  … {hidden} more line{'s' if hidden > 1 else ''} of reasoning (Ctrl-O shows all)"
+            )
+            self._console.print(Text(more, style="dim italic"))
         self._reasoning, self._reasoning_shown = "", 0
+        self._in_reasoning = False
+
+    def show_reasoning(self) -> None:
+        """Print the latest reasoning block whole (dimmed), or say there is none."""
+        if not self.last_reasoning.strip():
+            self._console.print(Text("(no reasoning yet)", style="dim"))
+            return
+        self._console.print(Text("reasoning:", style="dim bold"))
+        for line in self.last_reasoning.rstrip("\n").split("\n"):
+            self._console.print(Text(terminal_text(line, one_line=True), style="dim italic"))
+        if len(self.last_reasoning) >= REASONING_KEPT_CHARS:
+            self._console.print(Text("  … (the rest is in the log)", style="dim italic"))
 
     # -- events --------------------------------------------------------------------------------
 
@@ -241,6 +311,7 @@ class MarkdownPrinter:
             for line in edit_diff(name, arguments):
                 self._console.print(Text(f"    {line}", style=_diff_style(line)))
         elif kind == "tool/result":
+            self.live.finish(str(data.get("callId")))
             self._result(data)
             self.activity.set("thinking")
         elif kind == "llm/retry":
@@ -261,6 +332,7 @@ class MarkdownPrinter:
         elif kind == "turn/end":
             self._end_reasoning()
             self._flush_text()
+            self.live.clear()
             self.activity.set("")
             self.last_reason, self.last_turn = data.get("reason"), data.get("turn")
             reason = self.last_reason
