@@ -74,6 +74,23 @@ def test_sessions_list_fits_80_columns_with_short_ids(
     assert listed == [second, first]
 
 
+def test_sessions_status_is_one_field_per_line_and_keeps_the_whole_id_and_path(
+    dsh: Dsh, model_server: LoopbackModel
+) -> None:
+    dsh.configure(model_server)
+    model_server.scripts = [model_server.text_answer("ok")]
+    session = _run(dsh, "a short title")
+    dsh.extra_env["COLUMNS"] = "80"
+    done = dsh("sessions", "status", session[:8])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.decode().splitlines()
+    (row,) = [r for r in _rows(dsh) if r["session_id"] == session]
+    assert lines[0] == f"session  {session}"
+    assert f"log      {row['session_path']}" in lines  # whole, even past 80 columns
+    assert [line.split()[0] for line in lines] == ["session", "title", "status", "updated", "log"]
+    assert all(len(line) <= 80 for line in lines if not line.startswith("log ")), lines
+
+
 def test_a_short_id_grows_until_it_is_unique(dsh: Dsh, model_server: LoopbackModel) -> None:
     dsh.configure(model_server)
     model_server.scripts = [model_server.text_answer("ok")]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import click
 from rich.cells import cell_len, set_cell_size
 from rich.table import Table
+from rich.text import Text
 
 from dsh_agent_core.cli._common import State, async_command, err, fail, out
 from dsh_agent_core.cli._terminal import terminal_json, terminal_json_lines
@@ -31,19 +32,20 @@ def sessions() -> None:
     """Inspect and move session logs (read-only unless the command says otherwise)."""
 
 
-def _table(rows: list[dict[str, str | None]]) -> Table:
-    table = Table(show_header=True, header_style="bold")
-    for column in ("session", "title", "status", "updated", "log"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(
-            row.get("session_id"),
-            row.get("title") or "",
-            row.get("status"),
-            row.get("updated_at") or "",
-            row.get("session_path") or "",
-        )
-    return table
+def _print_status(row: dict[str, Any]) -> None:
+    """One session's status as ``name  value`` lines, the absent ones left out: fits any width
+    (a long value is wrapped by the terminal, never cut or broken by an inserted newline)."""
+    fields = (
+        ("session", row.get("session_id")),
+        ("title", row.get("title")),
+        ("status", row.get("status")),
+        ("updated", row.get("updated_at")),
+        ("log", row.get("session_path")),
+    )
+    for name, value in fields:
+        if value:
+            text = " ".join(str(value).split()) if name == "title" else str(value)
+            out.print(Text(f"{name:<8} {text}"), soft_wrap=True)
 
 
 def _cut(text: str, width: int) -> str:
@@ -134,7 +136,7 @@ async def status_command(state: State, session_id: str, as_json: bool) -> None:
     if as_json:
         out.print(terminal_json(row.to_json()))
     else:
-        out.print(_table([row.to_json()]))
+        _print_status(row.to_json())
     if row.status == "missing":
         sys.exit(1)
 
