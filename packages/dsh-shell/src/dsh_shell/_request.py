@@ -6,8 +6,8 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 from pathlib import Path
+from typing import Literal
 
 from dsh_shell._errors import ShellValueError
 from dsh_shell._namespace import DshEnvironment, validate_dsh_environment, validate_ordinary_env

@@ -3,7 +3,8 @@
 One prompt (prompt_toolkit: history per project, multi-line paste, Esc-Enter for a new line,
 completion of slash commands and paths) over one agent. A line typed while a turn runs is
 steered into that turn; Ctrl-C cancels the turn (or, at an empty prompt, twice exits); Ctrl-D
-exits; Ctrl-O shows the latest reasoning whole. Answers render through :mod:`dsh_agent_core.cli._render`, approvals are asked inline
+exits; Ctrl-O shows the latest reasoning whole. Answers render through
+:mod:`dsh_agent_core.cli._render`, approvals are asked inline
 (:mod:`dsh_agent_core.cli._approval`), slash commands are in
 :mod:`dsh_agent_core.cli._slash`. The status line under the input shows the model, the context
 used, the session's tokens, the sandbox mode and what is running; above it, the last lines a
