@@ -403,6 +403,32 @@ def _import_violations(pkg: Package, packages: dict[str, Package]) -> list[str]:
     return errors
 
 
+def _own_failure_codes(pkg: Package) -> list[str]:
+    """An implementation that builds an ``LlmFailure`` with a code written as a string literal
+    defines a failure code of its own: the vocabulary lives in dsh-llm (``FailureCode``)."""
+    if pkg.name in SEAMS:
+        return []
+    errors: list[str] = []
+    for source in sorted((pkg.path / "src").rglob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func
+            name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+            if name != "LlmFailure":
+                continue
+            for keyword in node.keywords:
+                value = keyword.value
+                if keyword.arg == "code" and isinstance(value, ast.Constant):
+                    rel = source.relative_to(pkg.path.parent.parent)
+                    errors.append(
+                        f"{rel}:{node.lineno}: LlmFailure code {value.value!r} is spelled "
+                        "here; use dsh_llm.FailureCode (one vocabulary, in the model seam)"
+                    )
+    return errors
+
+
 def check(root: Path) -> list[str]:
     """Every violation of the dependency rule under ``root``; empty when the tree is clean."""
     packages = load_packages(root)
@@ -412,6 +438,7 @@ def check(root: Path) -> list[str]:
         errors.extend(_role_violations(pkg, siblings))
         errors.extend(_import_violations(pkg, packages))
         errors.extend(_module_cycle_violations(pkg))
+        errors.extend(_own_failure_codes(pkg))
     errors.extend(_cycle_violations(packages))
     errors.extend(_version_violations(packages))
     return errors

@@ -70,6 +70,20 @@ def test_seam_depending_on_an_implementation_fails(tmp_path: Path) -> None:
     assert any("a seam may depend only on seams" in e for e in arch.check(tmp_path))
 
 
+def test_an_implementation_spelling_a_failure_code_of_its_own_fails(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-llm", [], "")
+    own = "import dsh_llm\nfailure = dsh_llm.LlmFailure(message='x', code='MY_OWN')\n"
+    _package(tmp_path, "dsh-model-openai", ["dsh-llm>=0.1,<0.2"], own)
+    shared = (
+        "import dsh_llm\nfailure = dsh_llm.LlmFailure(message='x', code=dsh_llm.FailureCode.AUTH)\n"
+    )
+    _package(tmp_path, "dsh-agent-loop", ["dsh-llm>=0.1,<0.2"], shared)
+    errors = arch.check(tmp_path)
+    assert len(errors) == 1, errors
+    assert "dsh-model-openai" in errors[0]
+    assert "LlmFailure code 'MY_OWN'" in errors[0]
+
+
 def test_cycle_is_reported(tmp_path: Path) -> None:
     _package(tmp_path, "dsh-llm", ["dsh-session>=0.1,<0.2"], "")
     _package(tmp_path, "dsh-session", ["dsh-llm>=0.1,<0.2"], "")

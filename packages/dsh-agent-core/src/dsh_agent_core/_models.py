@@ -13,7 +13,7 @@ from dsh_agent_core._catalog import catalog_model
 from dsh_agent_core._config import Config, ProviderConfig, header_value_ok
 from dsh_agent_core._errors import DshError
 from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
-from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
+from dsh_llm import FailureCode, FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response
 from dsh_tool_mcp import EnvRef
 
@@ -151,7 +151,7 @@ class ProviderModel:
                 self.name, f"{self.config.base_url} did not answer within {within:g}s"
             ) from None
 
-    def _failure(self, message: str, code: str) -> FinishChunk:
+    def _failure(self, message: str, code: FailureCode) -> FinishChunk:
         return FinishChunk(
             reason=FinishReason(kind="error", error=LlmFailure(message=message, code=code))
         )
@@ -167,10 +167,10 @@ class ProviderModel:
             return self._failure(
                 f"provider {self.name!r}: the environment variable {variable} is not set "
                 "(it holds the API key)",
-                "AUTH",
+                FailureCode.AUTH,
             )
         if not config.base_url:
-            return self._failure(f"provider {self.name!r} has no base_url", "BAD_REQUEST")
+            return self._failure(f"provider {self.name!r} has no base_url", FailureCode.BAD_REQUEST)
         headers: dict[str, str] = {}
         for header, value in config.headers.items():
             if isinstance(value, EnvRef):
@@ -179,13 +179,13 @@ class ProviderModel:
                     return self._failure(
                         f"provider {self.name!r}: the environment variable {value.env} is not "
                         f"set (it holds the {header} header, providers.{self.name}.headers)",
-                        "AUTH",
+                        FailureCode.AUTH,
                     )
                 if not header_value_ok(found):
                     return self._failure(
                         f"provider {self.name!r}: the environment variable {value.env} (the "
                         f"{header} header) is not printable ASCII on one line",
-                        "BAD_REQUEST",
+                        FailureCode.BAD_REQUEST,
                     )
                 headers[header] = found
             else:
@@ -238,7 +238,7 @@ class ProviderModel:
         if not isinstance(chunk, FinishChunk) or chunk.reason.error is None:
             return chunk
         failure = chunk.reason.error
-        if failure.code != "AUTH":
+        if failure.code != FailureCode.AUTH:
             return chunk
         named = failure.model_copy(update={"message": f"{failure.message} ({self._key_source()})"})
         return chunk.model_copy(update={"reason": chunk.reason.model_copy(update={"error": named})})

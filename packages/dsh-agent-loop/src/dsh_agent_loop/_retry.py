@@ -10,12 +10,13 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from dsh_agent import RequestError, RequestErrorDecision, Retry
+from dsh_llm import RETRYABLE_FAILURE_CODES
 from dsh_session import Session
 
 __all__ = ["DEFAULT_RETRY_CODES", "RetryPolicy"]
 
-DEFAULT_RETRY_CODES = ("EMPTY_RESPONSE", "RATE_LIMIT", "SERVER", "TIMEOUT", "TRANSPORT")
-"""The failure codes retried by default (transient ones)."""
+DEFAULT_RETRY_CODES: tuple[str, ...] = tuple(sorted(str(code) for code in RETRYABLE_FAILURE_CODES))
+"""The failure codes retried by default: ``dsh_llm.RETRYABLE_FAILURE_CODES``, sorted."""
 
 
 class RetryPolicy:

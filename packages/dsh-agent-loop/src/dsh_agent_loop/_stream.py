@@ -10,6 +10,7 @@ from dsh_llm import AssistantMessage as _AssistantMessage
 from dsh_llm import (
     BlockEndChunk,
     BlockStartChunk,
+    FailureCode,
     FinishChunk,
     FinishReason,
     LlmFailure,
@@ -60,7 +61,7 @@ class Attempt:
         error = self.finish.reason.error
         if error is not None:
             return error
-        return LlmFailure(message="the model aborted the answer", code="ABORTED")
+        return LlmFailure(message="the model aborted the answer", code=FailureCode.ABORTED)
 
     def message(self) -> _AssistantMessage:
         """The assistant message the chunks describe."""
@@ -95,9 +96,11 @@ def _terminal(failure: LlmFailure) -> FinishChunk:
 def _ended_without_finish(attempt: Attempt) -> LlmFailure:
     if any(isinstance(chunk, TextDeltaChunk | ReasoningDeltaChunk) for chunk in attempt.chunks):
         return LlmFailure(
-            message="the model stream ended before its finish chunk", code="STREAM_CLOSED"
+            message="the model stream ended before its finish chunk", code=FailureCode.STREAM_CLOSED
         )
-    return LlmFailure(message="the model stream ended without an answer", code="EMPTY_RESPONSE")
+    return LlmFailure(
+        message="the model stream ended without an answer", code=FailureCode.EMPTY_RESPONSE
+    )
 
 
 async def stream_attempt(
@@ -122,7 +125,7 @@ async def stream_attempt(
             if not isinstance(chunk, _CHUNK_TYPES):
                 failure = LlmFailure(
                     message=f"the model yielded {type(chunk).__name__}, not a stream chunk",
-                    code="BAD_CHUNK",
+                    code=FailureCode.BAD_CHUNK,
                 )
                 break
             event = append(
@@ -137,7 +140,7 @@ async def stream_attempt(
                 attempt.finish = chunk
                 break
     except Exception as error:  # an adapter that raises: normalized, never raised past the loop
-        failure = LlmFailure(message=f"{type(error).__name__}: {error}", code="UNKNOWN")
+        failure = LlmFailure(message=f"{type(error).__name__}: {error}", code=FailureCode.UNKNOWN)
     finally:
         close = getattr(stream, "aclose", None)
         if close is not None:

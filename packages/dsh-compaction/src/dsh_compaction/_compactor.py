@@ -40,14 +40,14 @@ from dsh_compaction._retention import select_compactable_range
 from dsh_compaction._slicing import SummaryBudget
 from dsh_compaction._summary import Summarizer, SummaryRequest, model_summarizer
 from dsh_compaction._transaction import CompactionResult, run_compaction
-from dsh_llm import MESSAGE_ADAPTER, Message, Model, ToolSchema, context_window_of
+from dsh_llm import MESSAGE_ADAPTER, FailureCode, Message, Model, ToolSchema, context_window_of
 from dsh_session import Session
 from dsh_tools import Disposer
 
 __all__ = ["OVERFLOW_CODE", "Compactor"]
 
-OVERFLOW_CODE = "CONTEXT_WINDOW_EXCEEDED"
-"""The model failure code that triggers overflow recovery."""
+OVERFLOW_CODE = FailureCode.CONTEXT_WINDOW_EXCEEDED
+"""The model failure code that triggers overflow recovery (``dsh_llm.FailureCode``)."""
 
 _log = logging.getLogger("dsh_compaction")
 

@@ -31,6 +31,7 @@ from dsh_llm._content import (
     ToolResultContentBlock,
     UserContentBlock,
 )
+from dsh_llm._failures import FAILURE_CODES, RETRYABLE_FAILURE_CODES, FailureCode
 from dsh_llm._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from dsh_llm._model_info import ModelInfo, context_window_of
 from dsh_llm._request import Model, ModelRequest, Sampling, ToolSchema
@@ -49,8 +50,10 @@ from dsh_llm._wire import WireModel
 
 __all__ = [
     "CONTENT_BLOCK_ADAPTER",
+    "FAILURE_CODES",
     "MESSAGE_ADAPTER",
     "RESERVED_SOURCE_KINDS",
+    "RETRYABLE_FAILURE_CODES",
     "STREAM_CHUNK_ADAPTER",
     "AssistantContentBlock",
     "AssistantMessage",
@@ -58,6 +61,7 @@ __all__ = [
     "BlockStartChunk",
     "BlockType",
     "ContentBlock",
+    "FailureCode",
     "FinishChunk",
     "FinishKind",
     "FinishReason",

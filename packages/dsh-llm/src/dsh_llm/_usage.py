@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from dsh_llm._wire import WireModel
 
@@ -25,7 +25,8 @@ class Usage(WireModel):
 class LlmFailure(WireModel):
     """A model call that failed, normalized across providers.
 
-    ``code`` is a stable machine-readable string (for example ``RATE_LIMIT``); ``status`` the
+    ``code`` is a stable machine-readable string, one of `FailureCode` when a dsh-py adapter
+    or the loop wrote it (``dsh_llm.FAILURE_CODES`` says what each means); ``status`` the
     HTTP status when there was one; ``retry_after_ms`` the provider's retry hint.
     """
 
@@ -33,3 +34,9 @@ class LlmFailure(WireModel):
     code: str
     status: int | None = None
     retry_after_ms: int | None = Field(default=None, ge=0)
+
+    @field_validator("code")
+    @classmethod
+    def _plain_code(cls, code: str) -> str:
+        """A `FailureCode` member is kept as its plain string: logs hold JSON, not enums."""
+        return str(code)

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from dsh_llm import LlmFailure
+from dsh_llm import FailureCode, LlmFailure
 from dsh_model_openai._overflow import is_context_overflow
 
 __all__ = [
@@ -26,26 +26,32 @@ __all__ = [
     "transport_failure",
 ]
 
-FAILURE_CODES: Mapping[str, str] = MappingProxyType(
+FAILURE_CODES: Mapping[FailureCode, str] = MappingProxyType(
     {
-        "AUTH": "HTTP 401 or 403: the provider refused the API key.",
-        "RATE_LIMIT": "HTTP 429; retry_after_ms is the provider's Retry-After when it sent one.",
-        "SERVER": "HTTP 5xx, an error event inside the stream, or DeepSeek's "
+        FailureCode.AUTH: "HTTP 401 or 403: the provider refused the API key.",
+        FailureCode.RATE_LIMIT: "HTTP 429; retry_after_ms is the provider's Retry-After when "
+        "it sent one.",
+        FailureCode.SERVER: "HTTP 5xx, an error event inside the stream, or DeepSeek's "
         "insufficient_system_resource finish.",
-        "TIMEOUT": "no connection within connect_timeout, or no bytes for read_timeout.",
-        "TRANSPORT": "the connection failed or the stream was cut before the answer finished.",
-        "BAD_REQUEST": "another HTTP 4xx (the provider's message included), or a request that "
-        "cannot be encoded as JSON.",
-        "CONTEXT_WINDOW_EXCEEDED": "an error answer whose type, code or message says the prompt "
-        "does not fit the model's context window (OpenAI, DeepSeek, llama.cpp, vLLM and Ollama "
-        "wordings).",
-        "EMPTY_RESPONSE": "the stream finished (or ended) with no text, reasoning or tool call.",
-        "MALFORMED_RESPONSE": "an event that is not JSON.",
-        "CONTENT_FILTER": "the provider stopped the answer with finish_reason content_filter.",
-        "UNKNOWN": "anything else (the message names the exception); not a provider fact.",
+        FailureCode.TIMEOUT: "no connection within connect_timeout, or no bytes for read_timeout.",
+        FailureCode.TRANSPORT: "the connection failed or the stream was cut before the answer "
+        "finished.",
+        FailureCode.BAD_REQUEST: "another HTTP 4xx (the provider's message included), or a "
+        "request that cannot be encoded as JSON.",
+        FailureCode.CONTEXT_WINDOW_EXCEEDED: "an error answer whose type, code or message says "
+        "the prompt does not fit the model's context window (OpenAI, DeepSeek, llama.cpp, vLLM "
+        "and Ollama wordings).",
+        FailureCode.EMPTY_RESPONSE: "the stream finished (or ended) with no text, reasoning or "
+        "tool call.",
+        FailureCode.MALFORMED_RESPONSE: "an event that is not JSON.",
+        FailureCode.CONTENT_FILTER: "the provider stopped the answer with finish_reason "
+        "content_filter.",
+        FailureCode.UNKNOWN: "anything else (the message names the exception); not a provider "
+        "fact.",
     }
 )
-"""Every ``LlmFailure.code`` this adapter delivers, with what it means.
+"""Every code of the seam's vocabulary (``dsh_llm.FailureCode``) this adapter delivers, with
+what makes it deliver each.
 
 A failure always arrives as the stream's last chunk, ``finish`` with ``reason.kind == "error"``;
 ``status`` is the HTTP status when there was a response. An unrecognized ``finish_reason`` is
@@ -125,7 +131,7 @@ def status_failure(status: int, headers: httpx.Headers, body: bytes, where: str)
         return LlmFailure(
             message=f"{where} refused the credentials (HTTP {status}): {detail}{suffix}; "
             "check the API key",
-            code="AUTH",
+            code=FailureCode.AUTH,
             status=status,
         )
     if status == 429:
@@ -134,22 +140,22 @@ def status_failure(status: int, headers: httpx.Headers, body: bytes, where: str)
             fields["retry_after_ms"] = delay
         return LlmFailure(
             message=f"{where} is rate limiting (HTTP 429): {detail}{suffix}",
-            code="RATE_LIMIT",
+            code=FailureCode.RATE_LIMIT,
             status=status,
             **fields,
         )
     if is_context_overflow(status, body, detail):
         return LlmFailure(
             message=f"{where} refused the request (HTTP {status}): {detail}{suffix}",
-            code="CONTEXT_WINDOW_EXCEEDED",
+            code=FailureCode.CONTEXT_WINDOW_EXCEEDED,
             status=status,
         )
     if status >= 500:
         message = f"{where} failed (HTTP {status}): {detail}{suffix}"
-        return LlmFailure(message=message, code="SERVER", status=status)
+        return LlmFailure(message=message, code=FailureCode.SERVER, status=status)
     return LlmFailure(
         message=f"{where} refused the request (HTTP {status}): {detail}{suffix}",
-        code="BAD_REQUEST",
+        code=FailureCode.BAD_REQUEST,
         status=status,
     )
 
@@ -170,7 +176,7 @@ def error_event_failure(error: object, where: str) -> LlmFailure:
         return failure.model_copy(update={"message": f"{failure.message} (inside the stream)"})
     return LlmFailure(
         message=f"{where} sent an error inside the stream: {provider_message(body)}",
-        code="SERVER",
+        code=FailureCode.SERVER,
     )
 
 
@@ -182,16 +188,18 @@ def transport_failure(
     if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
         return LlmFailure(
             message=f"could not connect to {where} within {connect_timeout:g}s: {detail}",
-            code="TIMEOUT",
+            code=FailureCode.TIMEOUT,
         )
     if isinstance(error, httpx.TimeoutException):
         return LlmFailure(
             message=f"{where} sent nothing for {read_timeout:g}s (read timeout): {detail}",
-            code="TIMEOUT",
+            code=FailureCode.TIMEOUT,
         )
     if isinstance(error, httpx.ConnectError):
-        return LlmFailure(message=f"could not connect to {where}: {detail}", code="TRANSPORT")
+        return LlmFailure(
+            message=f"could not connect to {where}: {detail}", code=FailureCode.TRANSPORT
+        )
     return LlmFailure(
         message=f"the connection to {where} failed: {type(error).__name__}: {detail}",
-        code="TRANSPORT",
+        code=FailureCode.TRANSPORT,
     )

@@ -13,7 +13,7 @@ import httpx
 from pydantic import JsonValue
 from pydantic_core import from_json
 
-from dsh_llm import FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
+from dsh_llm import FailureCode, FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_model_openai._body import REASONING_REPLAYS, ReasoningReplay, encode_request
 from dsh_model_openai._discover import (
     ServerQueryError,
@@ -331,7 +331,7 @@ class OpenAICompatibleModel:
             raise StreamFailure(
                 LlmFailure(
                     message=f"{self._where} sent an event that is not JSON: {snippet!r}",
-                    code="MALFORMED_RESPONSE",
+                    code=FailureCode.MALFORMED_RESPONSE,
                 )
             ) from None
 
@@ -350,7 +350,7 @@ class OpenAICompatibleModel:
             )
         except (TypeError, ValueError) as error:
             failure = LlmFailure(
-                message=f"the request cannot be sent as JSON: {error}", code="BAD_REQUEST"
+                message=f"the request cannot be sent as JSON: {error}", code=FailureCode.BAD_REQUEST
             )
             yield FinishChunk(reason=FinishReason(kind="error", error=self._failed(failure)))
             return
@@ -368,7 +368,7 @@ class OpenAICompatibleModel:
                     failure = status_failure(
                         response.status_code, response.headers, body, self._where
                     )
-                    if failure.code == "CONTEXT_WINDOW_EXCEEDED":
+                    if failure.code == FailureCode.CONTEXT_WINDOW_EXCEEDED:
                         window = stated_window(body, provider_message(body))
                         if window is not None:
                             self._refused_at[request.model or self._model] = window
@@ -403,7 +403,7 @@ class OpenAICompatibleModel:
                             LlmFailure(
                                 message=f"the stream from {self._where} ended before the answer "
                                 "finished (no finish reason, no [DONE])",
-                                code="TRANSPORT",
+                                code=FailureCode.TRANSPORT,
                             )
                         )
                     closing = translator.end()
@@ -424,7 +424,7 @@ class OpenAICompatibleModel:
             failure = LlmFailure(
                 message=f"reading the answer from {self._where} failed: "
                 f"{type(error).__name__}: {error}",
-                code="UNKNOWN",
+                code=FailureCode.UNKNOWN,
             )
             closing = translator.fail(self._failed(failure))
         for chunk in closing:

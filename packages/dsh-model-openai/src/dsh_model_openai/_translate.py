@@ -10,6 +10,7 @@ from typing import Any, Literal
 from dsh_llm import (
     BlockEndChunk,
     BlockStartChunk,
+    FailureCode,
     FinishChunk,
     FinishReason,
     LlmFailure,
@@ -316,14 +317,16 @@ class Translator:
             return FinishReason(kind="tool-calls")
         if reason in (None, "stop", "tool_calls", "function_call"):
             if not self._any_block:
-                return _error("EMPTY_RESPONSE", f"{self._where} answered with no content")
+                return _error(FailureCode.EMPTY_RESPONSE, f"{self._where} answered with no content")
             return FinishReason(kind="stop")
         if reason == "content_filter":
-            return _error("CONTENT_FILTER", f"{self._where} stopped the answer: content_filter")
+            return _error(
+                FailureCode.CONTENT_FILTER, f"{self._where} stopped the answer: content_filter"
+            )
         if reason == "insufficient_system_resource":
             message = f"{self._where} stopped the answer: insufficient_system_resource"
-            return _error("SERVER", message)
-        code = re.sub(r"[^A-Z0-9]+", "_", reason.upper()).strip("_") or "UNKNOWN"
+            return _error(FailureCode.SERVER, message)
+        code = re.sub(r"[^A-Z0-9]+", "_", reason.upper()).strip("_") or FailureCode.UNKNOWN
         return _error(code, f"{self._where} stopped the answer: {reason}")
 
     def _tail(self, reason: FinishReason) -> list[StreamChunk]:
