@@ -15,13 +15,13 @@ def test_every_code_is_its_own_name_and_says_what_it_means() -> None:
 
 
 def test_only_transient_codes_are_retryable() -> None:
-    assert RETRYABLE_FAILURE_CODES == {
+    assert {
         FailureCode.EMPTY_RESPONSE,
         FailureCode.RATE_LIMIT,
         FailureCode.SERVER,
         FailureCode.TIMEOUT,
         FailureCode.TRANSPORT,
-    }
+    } == RETRYABLE_FAILURE_CODES
     assert FailureCode.AUTH not in RETRYABLE_FAILURE_CODES
     assert FailureCode.CONTEXT_WINDOW_EXCEEDED not in RETRYABLE_FAILURE_CODES
 
