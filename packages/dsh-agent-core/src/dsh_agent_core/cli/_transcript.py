@@ -273,7 +273,8 @@ def render_transcript(
         elif kind == "tool/result":
             _print_result(console, data)
         elif kind in ("system/message", "developer/message"):  # v3/v4 logs
-            message = data.get("message") if isinstance(data.get("message"), dict) else {}
+            held = data.get("message")
+            message: dict[str, Any] = held if isinstance(held, dict) else {}
             console.print(
                 _text(f"[{kind.split('/', 1)[0]}]: ", "dim")
                 + _text(_texts(message.get("content")) or _developer_text(message), "dim")
