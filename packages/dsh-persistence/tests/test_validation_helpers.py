@@ -138,10 +138,10 @@ def test_create_header_refuses_a_non_header() -> None:
 
 
 def test_stored_header_newer_version_says_upgrade_before_any_shape_check() -> None:
-    line = b'{"type":"session","version":3,"shape":"anything at all"}'
+    line = b'{"type":"session","version":5,"shape":"anything at all"}'  # v1-v4 are read
     with pytest.raises(SessionFormatUnsupportedError, match="upgrade") as caught:
         decode_stored_header("s", line, artifact="/r/s.jsonl")
-    assert caught.value.version == 3
+    assert caught.value.version == 5
     assert caught.value.artifact == "/r/s.jsonl"
 
 

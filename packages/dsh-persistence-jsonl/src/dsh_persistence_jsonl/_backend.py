@@ -12,6 +12,7 @@ from typing import Literal
 from dsh_persistence import (
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
+    SessionFormatUnsupportedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
     assert_writable_events,
@@ -21,6 +22,7 @@ from dsh_persistence import (
 from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
+from dsh_persistence_jsonl._generations import generation_log_name, generation_of_name
 from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
@@ -170,6 +172,7 @@ class JsonlPersistence(RootCatalog):
         path = self._locate(session_id)
         if path is None:
             raise SessionPersistenceNotFoundError(session_id)
+        self._refuse_generation_write(session_id, path)
         try:
             return self._open_write_at(session_id, path)
         except OddFileError as odd:  # the lock file: a link, a FIFO
@@ -178,6 +181,29 @@ class JsonlPersistence(RootCatalog):
             raise SessionPersistenceNotFoundError(session_id) from None
         except OSError as error:  # a read-only filesystem, no permission, EIO
             raise storage_error(session_id, "open for writing", path, error) from error
+
+    def _refuse_generation_write(self, session_id: str, path: Path) -> None:
+        """Refuse a write open of a session whose highest log is a generation this library
+        does not write (only v0, ``session.jsonl[.zstd]``), naming both files: appending to the
+        v0 file beside it would split the session, and this library does not write the newer
+        one."""
+        named = generation_of_name(path.name)
+        if named is None or named.generation == 0:
+            return
+        v0 = path.parent / generation_log_name(0, self._compression)
+        beside = (
+            f"appending to {v0}, the older log kept beside it, would split the session"
+            if os.path.lexists(v0)
+            else f"this library writes only {v0.name} (format v0)"
+        )
+        raise SessionFormatUnsupportedError(
+            session_id,
+            f"its log is {path.name}, generation {named.generation}, written by the TypeScript "
+            f"harness, which this library reads but does not write; {beside}. Open it for "
+            "reading, or resume it with the harness",
+            artifact=str(path),
+            version=named.generation,
+        )
 
     def _open_write_at(self, session_id: str, path: Path) -> JsonlSessionHandle:
         try:

@@ -63,6 +63,15 @@ class HandleOwner(Protocol):
 
     def _forget(self, handle: JsonlSessionHandle) -> None: ...
 
+    def _check_generation(
+        self,
+        session_id: str,
+        path: Path,
+        header: SessionHeader,
+        events: list[SessionEvent],
+        first_seq: int,
+    ) -> None: ...
+
 
 INLINE_FSYNC_LIMIT = 0.002
 """Seconds: while this handle's last ``fsync`` took less, the next one runs on the event loop
@@ -396,6 +405,10 @@ class JsonlSessionHandle(SessionHandleBase):
         if got is None:
             return
         scan, _size = got
+        if self._header.version >= 2:  # a later generation's rows, appended by the harness
+            self._backend._check_generation(
+                self.id, path, self._header, scan.events, self._rows.count
+            )
         self._events.extend(scan.events)
         self._gone.extend(bytes(len(scan.events)))
         self._rows.extend(scan.rows)

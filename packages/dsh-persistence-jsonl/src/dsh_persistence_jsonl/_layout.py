@@ -13,12 +13,22 @@ from dsh_persistence import (
     decode_stored_header,
 )
 from dsh_persistence_jsonl._errors import RootEncodingError, storage_error
-from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
+from dsh_persistence_jsonl._generations import generation_logs, generation_of_name
 from dsh_persistence_jsonl._pathcodec import encode_segment, project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import OddFileError, check_below
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import LOG_NAMES, Compression, HeaderDecoder, LoadedLog, load_log
-from dsh_session import SessionHeader
+from dsh_session import (
+    READ_GENERATIONS,
+    EventDecodeError,
+    SessionEvent,
+    SessionHeader,
+    check_generation_event,
+    generation_cut,
+)
+
+NEWEST_READ = max(READ_GENERATIONS)
+"""The newest log generation this backend reads (4)."""
 
 FLAT_SUFFIXES = (".jsonl", ".jsonl.zstd")
 """File name endings of a log in the harness's obsolete flat layout (``<project>/<id>.jsonl``)."""
@@ -108,20 +118,9 @@ class RootLayout:
                 if not project.is_dir():  # a link to a directory too: found, then refused
                     continue
                 searched.append(project.path)
-                directory = Path(project.path) / segment
-                log = directory / self._log_name
-                newer = newer_generation_files(directory)
-                if newer:  # never the stale v0 file beside them: refused, naming both
-                    v0 = os.path.lexists(log)
-                    raise SessionFormatUnsupportedError(
-                        session_id,
-                        newer_generation_reason(newer, self._log_name, v0_present=v0),
-                        artifact=str(directory / newer[-1]),
-                    )
-                if os.path.lexists(log):
-                    found.append(log)
-                elif os.path.lexists(directory / self._other_name):
-                    raise self._encoding_error(directory / self._other_name)
+                found_log = self._session_log(session_id, Path(project.path) / segment)
+                if found_log is not None:
+                    found.append(found_log)
         if len(found) > 1:
             raise SessionPersistenceCorruptionError(
                 session_id,
@@ -137,6 +136,28 @@ class RootLayout:
         except OddFileError as odd:
             raise self._damage(session_id, found[0], odd) from None
         return found[0]
+
+    def _session_log(self, session_id: str, directory: Path) -> Path | None:
+        """The log of the highest generation in a session directory (``None``: no log). A
+        generation above the newest this build reads is refused as written by a newer harness;
+        a highest generation stored only in the other encoding is the root's encoding error."""
+        logs = generation_logs(directory)
+        if not logs:
+            return None
+        top = logs[-1]
+        if top.generation > NEWEST_READ:
+            raise SessionFormatUnsupportedError(
+                session_id,
+                f"its directory holds {top.name}, log generation {top.generation}, written by a "
+                f"newer harness or a fork (this build reads generations 0-{NEWEST_READ}); "
+                "upgrade dsh to open it",
+                artifact=str(directory / top.name),
+                version=top.generation,
+            )
+        for log in logs:
+            if log.generation == top.generation and log.compression == self._compression:
+                return directory / log.name
+        raise self._encoding_error(directory / top.name)
 
     def _refuse_flat_layout(self, session_id: str, projects: list[str]) -> None:
         """Refuse (never ignore) a log of ``session_id`` in the harness's obsolete flat layout,
@@ -156,8 +177,19 @@ class RootLayout:
                     )
 
     def _decoder(self, session_id: str, path: Path) -> HeaderDecoder:
+        named = generation_of_name(path.name)
+        generation = 0 if named is None else named.generation
+
         def decode(line: bytes) -> tuple[SessionHeader, int]:
             header, inherited = decode_stored_header(session_id, line, artifact=str(path))
+            if header.version != generation:
+                raise SessionPersistenceCorruptionError(
+                    session_id,
+                    f"its header says format version {header.version} but the file name "
+                    f"{path.name} is generation {generation}'s",
+                    artifact=str(path),
+                    line=1,
+                )
             expected = project_dir_name(header.cwd)
             if path.parent.parent.name != expected:
                 raise SessionPersistenceCorruptionError(
@@ -183,12 +215,51 @@ class RootLayout:
         ``OSError`` (no permission, EIO)."""
         decode = self._decoder(session_id, path)
         try:
-            return load_log(path, self._compression, decode)
+            loaded = load_log(path, self._compression, decode)
+            if loaded.header.version >= 2:
+                self._check_generation(session_id, path, loaded.header, loaded.body.events, 0)
+                loaded.inherited_event_count = self._generation_cut(
+                    session_id, path, loaded.header, loaded.body.events
+                )
+            return loaded
         except LogDamage as damage:
             raise self._damage(session_id, path, damage) from damage
         except FileNotFoundError:
             raise
         except OSError as error:
             raise storage_error(session_id, "read", path, error) from error
+
+    def _check_generation(
+        self,
+        session_id: str,
+        path: Path,
+        header: SessionHeader,
+        events: list[SessionEvent],
+        first_seq: int,
+    ) -> None:
+        """Check the events ``first_seq..`` of a v2+ log (one event per row: event ``seq`` is
+        on line ``seq + 2``) against its generation's rules; the seam's corruption error names
+        the file and line. ``events`` starts at ``first_seq`` (earlier ones are not cited)."""
+        for index, event in enumerate(events):
+            try:
+                check_generation_event(header.version, event, events if first_seq == 0 else None)
+            except EventDecodeError as error:
+                raise SessionPersistenceCorruptionError(
+                    session_id,
+                    f"not a valid generation {header.version} event: {error.reason}",
+                    artifact=str(path),
+                    line=first_seq + index + 2,
+                ) from error
+
+    def _generation_cut(
+        self, session_id: str, path: Path, header: SessionHeader, events: list[SessionEvent]
+    ) -> int:
+        """The inherited cut of a v2+ log (its ``session/end-seed {inherited: true}``)."""
+        try:
+            return generation_cut(events, seeded=header.is_seeded)
+        except EventDecodeError as error:
+            raise SessionPersistenceCorruptionError(
+                session_id, f"bad inherited cut: {error.reason}", artifact=str(path)
+            ) from error
 
     # -- service ----------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import Literal
 
 from dsh_persistence import SessionSnapshot
 from dsh_persistence_jsonl._errors import storage_error
-from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
-from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, RootLayout
+from dsh_persistence_jsonl._generations import generation_logs
+from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, NEWEST_READ, RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import read_small_regular
 from dsh_persistence_jsonl._scan import LogDamage, gc_paused
@@ -146,6 +146,10 @@ class RootCatalog(RootLayout):
         if read is None:
             return None
         data, st = read
+        # a newer generation published beside session.jsonl changed the directory after the
+        # file's last write (the module _generations): then the full path reads the directory
+        if session.stat(follow_symlinks=False).st_mtime_ns > st.st_mtime_ns:
+            return None
         end = data.find(b"\n")  # within the header cap: the log is far shorter
         if end == -1:
             return None
@@ -153,7 +157,11 @@ class RootCatalog(RootLayout):
             header = self._header_of(data[:end])
         except SessionFormatError:
             return None
-        if session_segment(header.id) != session.name or project_dir_name(header.cwd) != project:
+        if (
+            header.version != 0
+            or session_segment(header.id) != session.name
+            or project_dir_name(header.cwd) != project
+        ):
             return None
         return SessionSnapshot(  # positional, as in _snapshot
             header,
@@ -167,31 +175,49 @@ class RootCatalog(RootLayout):
     def _scan_session(
         self, project: str, directory: str, name: str, project_fd: int
     ) -> SessionSnapshot | None:
-        newer = newer_generation_files(directory)
-        if newer:
-            _skipped(directory, newer_generation_reason(newer, self._log_name, v0_present=False))
+        logs = generation_logs(directory)
+        if not logs:
             return None
+        top = logs[-1]
+        if top.generation > NEWEST_READ:
+            _skipped(
+                f"{directory}{os.sep}{top.name}",
+                f"log generation {top.generation}, written by a newer harness or a fork (this "
+                f"build reads generations 0-{NEWEST_READ})",
+            )
+            return None
+        log_name = next(
+            (
+                log.name
+                for log in logs
+                if log.generation == top.generation and log.compression == self._compression
+            ),
+            None,
+        )
+        if log_name is None:  # the highest generation is in the other encoding
+            raise self._encoding_error(Path(directory) / top.name)
+        path = f"{directory}{os.sep}{log_name}"
         try:
             info = read_header_info(
-                f"{name}{os.sep}{self._log_name}", self._compression, dir_fd=project_fd
+                f"{name}{os.sep}{log_name}", self._compression, dir_fd=project_fd
             )
-        except FileNotFoundError:
-            other = os.path.join(directory, self._other_name)
-            if os.path.lexists(other):
-                raise self._encoding_error(Path(other)) from None
+        except FileNotFoundError:  # removed since the directory was read
             return None
         except LogDamage as damage:  # a damaged header, a link, a FIFO, a directory
-            _skipped(f"{directory}{os.sep}{self._log_name}", damage.reason)
+            _skipped(path, damage.reason)
             return None
         except OSError as error:  # no permission, EIO
-            _skipped(f"{directory}{os.sep}{self._log_name}", error.strerror or str(error))
+            _skipped(path, error.strerror or str(error))
             return None
         try:
             header = self._header_of(info.header_line)
         except SessionFormatError as error:
-            _skipped(f"{directory}{os.sep}{self._log_name}", str(error))
+            _skipped(path, str(error))
             return None  # unreadable here; open() names the problem
+        if header.version != top.generation:
+            _skipped(path, f"its header says format version {header.version}, not {top.generation}")
+            return None
         if session_segment(header.id) != name or project_dir_name(header.cwd) != project:
             return None
         # a scandir entry path has no trailing separator
-        return self._snapshot(header, f"{directory}{os.sep}{self._log_name}", info)
+        return self._snapshot(header, path, info)

@@ -16,6 +16,7 @@ from dsh_persistence._errors import (
     SessionPersistenceCorruptionError,
 )
 from dsh_session import (
+    READ_GENERATIONS,
     ROW_TYPES,
     SESSION_FORMAT_VERSION,
     HeaderDecodeError,
@@ -59,7 +60,13 @@ def format_version_refusal(
 ) -> SessionFormatUnsupportedError:
     """The direction-aware error for a stored format ``version`` this build does not handle."""
     current = SESSION_FORMAT_VERSION
-    if _is_int(version) and isinstance(version, int) and version > current:
+    newest = max(READ_GENERATIONS)
+    if _is_int(version) and isinstance(version, int) and version > newest:
+        reason = (
+            f"format version {version} was written by a newer harness (this build reads "
+            f"v{current}-v{newest} and writes v{current}); upgrade dsh to open it"
+        )
+    elif _is_int(version) and isinstance(version, int) and version > current:
         reason = (
             f"format version {version} was written by a newer harness (this build handles "
             f"v{current}); upgrade dsh to open it"

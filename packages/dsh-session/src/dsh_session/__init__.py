@@ -59,6 +59,15 @@ from dsh_session._events import (
     UserMessageEvent,
 )
 from dsh_session._fork import fork_seed, open_turn_at
+from dsh_session._generations import (
+    GENERATION_EVENT_TYPES,
+    READ_GENERATIONS,
+    WRITTEN_GENERATION,
+    check_generation_event,
+    generation_cut,
+    generation_surface_types,
+    is_generation_cut_marker,
+)
 from dsh_session._header import (
     SESSION_FORMAT_VERSION,
     SessionHeader,
@@ -106,17 +115,20 @@ from dsh_session._vocabulary import (
 
 __all__ = [
     "CORE_EVENT_TYPES",
+    "GENERATION_EVENT_TYPES",
     "LEGACY_EVENT_TYPES",
     "MAX_SAFE_INTEGER",
     "NOT_STARTED_TEXT",
     "OUTCOME_UNKNOWN_TEXT",
     "PLUGIN_EVENT_TYPES",
     "PROJECTED_EVENT_TYPES",
+    "READ_GENERATIONS",
     "ROW_TYPES",
     "SESSION_FORMAT_VERSION",
     "SURFACE_EVENT_TYPES",
     "TOOL_NOT_STARTED",
     "TOOL_OUTCOME_UNKNOWN",
+    "WRITTEN_GENERATION",
     "AdapterDefaults",
     "AssistantChunkData",
     "AssistantChunkEvent",
@@ -166,6 +178,7 @@ __all__ = [
     "UserMessageData",
     "UserMessageEvent",
     "check_event",
+    "check_generation_event",
     "decode_event",
     "decode_header_line",
     "decode_row",
@@ -178,8 +191,11 @@ __all__ = [
     "fold_request_header",
     "fold_surface",
     "fork_seed",
+    "generation_cut",
+    "generation_surface_types",
     "interrupted_turn_closers",
     "is_append_surface_event",
+    "is_generation_cut_marker",
     "is_known_event_type",
     "is_lossless_json",
     "is_replacement_surface_event",

@@ -9,6 +9,7 @@ from dsh_session._errors import SessionValidationError, describe_validation_erro
 from dsh_session._events import (
     SessionEvent,
 )
+from dsh_session._generation_derive import v0_message_of
 from dsh_session._json import (
     JsonObject,
 )
@@ -31,7 +32,10 @@ def _assistant(data: JsonObject) -> AssistantMessage | None:
 
 def _tool_result(data: JsonObject) -> ToolResultMessage:
     if "message" in data:
-        return ToolResultMessage.model_validate(data["message"])
+        message = data["message"]
+        if isinstance(message, dict) and message.get("role") == "tool":  # v4: no wrapper block
+            message = v0_message_of(message)
+        return ToolResultMessage.model_validate(message)
     call_id = data.get("callId")
     block: JsonObject = {
         "type": "tool-result",
@@ -42,6 +46,12 @@ def _tool_result(data: JsonObject) -> ToolResultMessage:
         block["isError"] = data["isError"]
     return ToolResultMessage.model_validate(
         {"source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    )
+
+
+def _has_file_block(content: object) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "file" for block in content
     )
 
 
@@ -61,12 +71,16 @@ def project_message(event: SessionEvent) -> Message | None:
     ``user/message`` data is the message; ``assistant/message`` is ``data.message`` or, in the
     ``{content, provenance}`` shape, a message with a model source built from the provenance;
     ``tool/result`` is ``data.message`` or, in the ``{callId, content, isError}`` shape, a
-    one-block tool-result message. Raises :class:`SessionValidationError` (code ``DERIVE``) when
-    the data is not a valid message.
+    one-block tool-result message; a v4 role-``tool`` result and a v3+ ``file`` block are
+    projected to those forms (:mod:`dsh_session._generation_derive`); ``system/message`` and
+    ``developer/message`` give ``None``. Raises :class:`SessionValidationError` (code
+    ``DERIVE``) when the data is not a valid message.
     """
     data = event.to_wire()["data"]
     try:
         if event.type == "user/message":
+            if isinstance(data, dict) and _has_file_block(data.get("content")):  # v3+
+                data = v0_message_of(data)
             return UserMessage.model_validate(_without_meta(data))
         if event.type == "assistant/message":
             return _assistant(data)

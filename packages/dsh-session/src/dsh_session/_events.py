@@ -32,7 +32,8 @@ from dsh_session._json import JsonObject, JsonValue
 @dataclass(frozen=True, slots=True)
 class SurfaceReplace:
     """``{op:'replace', start, end}``: the event replaces the surface nodes ``start..end``
-    (inclusive; both are node *seqs*, not positions)."""
+    (inclusive; both are node *seqs*, not positions). Generations v3 and v4 spell it
+    ``{op:'replace', startSeq, endSeq}``; :meth:`to_wire` writes the v0 spelling."""
 
     start: int
     end: int
@@ -98,6 +99,8 @@ class _Event(Generic[D]):
         op = self._wire.get("surfaceOp")
         if op is None or op == "append":
             return op
+        if "startSeq" in op:  # the spelling of the harness's generations v3 and v4
+            return SurfaceReplace(op["startSeq"], op["endSeq"])
         return SurfaceReplace(op["start"], op["end"])
 
     def to_wire(self) -> JsonObject:

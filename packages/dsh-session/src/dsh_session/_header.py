@@ -14,10 +14,16 @@ from dsh_session._errors import (
     UnsupportedFormatVersionError,
     describe_validation_error,
 )
+from dsh_session._generations import (
+    READ_GENERATIONS,
+    generation_header_fields,
+    generation_header_wire,
+)
 from dsh_session._json import MAX_SAFE_INTEGER, dumps_canonical
 
 SESSION_FORMAT_VERSION = 0
-"""The session log format this library reads and writes (v0, as the TypeScript harness wrote it)."""
+"""The session log format this library writes (v0, as the TypeScript harness wrote it); it reads
+v0 and the harness's later generations v1-v4 too (:mod:`dsh_session._generations`)."""
 
 _HEADER_KEYS = (
     "type",
@@ -38,12 +44,15 @@ class SessionHeader(BaseModel):
     """Metadata kept beside the log: identity, creation time, working directory, lineage.
 
     ``is_seeded`` says the log starts with events inherited from a fork parent; how many
-    (``inherited_event_count``) travels beside the header (on disk: ``seedLength``).
+    (``inherited_event_count``) travels beside the header (on disk: ``seedLength`` in v0; in the
+    harness's generations v2-v4, which store ``isSeeded`` itself, a cut marker in the body).
+    ``version`` is the log's generation: 0 for what this library writes, 1-4 for a log of a
+    later generation read as it was stored.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
-    version: Literal[0] = 0
+    version: Literal[0, 1, 2, 3, 4] = 0
     id: str  # non-empty, checked below: min_length cannot count a lone surrogate
     created_at: int = Field(alias="createdAt", ge=0, le=MAX_SAFE_INTEGER)
     cwd: str | None = None
@@ -181,8 +190,23 @@ def _check_cut(header: SessionHeader, inherited_event_count: int) -> None:
 
 
 def header_to_wire(header: SessionHeader, inherited_event_count: int = 0) -> dict[str, Any]:
-    """The physical header object, keys in the writer's order; optional fields omitted."""
+    """The physical header object, keys in the writer's order; optional fields omitted (a
+    v2+ header writes ``isSeeded`` and no ``seedLength``: its cut is a marker in the body)."""
     _check_cut(header, inherited_event_count)
+    if header.version >= 2:
+        return generation_header_wire(
+            {
+                "version": header.version,
+                "id": header.id,
+                "createdAt": header.created_at,
+                "cwd": header.cwd,
+                "parentSession": header.parent_session,
+                "isSeeded": header.is_seeded,
+                "origin": header.origin,
+                "delegationDepth": header.delegation_depth,
+                "agentPreset": header.agent_preset,
+            }
+        )
     wire: dict[str, Any] = {
         "type": "session",
         "version": header.version,
@@ -230,9 +254,11 @@ def _loads(line: bytes | str) -> Any:
 def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
     """Line 1 of a log to ``(header, inherited_event_count)``.
 
-    The ``version`` is checked first: any value other than 0 raises
+    The ``version`` is checked first: any value other than 0-4 raises
     :class:`UnsupportedFormatVersionError` (a newer writer means "upgrade", not "corrupt");
-    anything else malformed raises :class:`HeaderDecodeError`.
+    anything else malformed raises :class:`HeaderDecodeError`. A v2-v4 header has no
+    ``seedLength``: its count is returned as 0 and a seeded log's cut is found in its body
+    (:func:`~dsh_session.generation_cut`).
     """
     try:  # the Rust parser first (list() decodes one header per session)
         wire = from_json(line, allow_inf_nan=False)
@@ -248,8 +274,13 @@ def decode_header_line(line: bytes | str) -> tuple[SessionHeader, int]:
     if "version" not in wire:
         raise HeaderDecodeError("the header has no version")
     version = wire["version"]
-    if type(version) is not int or version != SESSION_FORMAT_VERSION:
+    if type(version) is not int or version not in READ_GENERATIONS:
         raise UnsupportedFormatVersionError(version)
+    if version >= 2:
+        try:
+            return _validate_header(generation_header_fields(wire)), 0
+        except ValidationError as exc:
+            raise HeaderDecodeError(describe_validation_error(exc)) from exc
     if wire.get("type") != "session":
         raise HeaderDecodeError(f"line 1 must be tagged type 'session', not {wire.get('type')!r}")
     if not wire.keys() <= _HEADER_KEY_SET:

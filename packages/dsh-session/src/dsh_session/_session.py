@@ -20,6 +20,12 @@ from dsh_session._events import (
     _Event,
 )
 from dsh_session._fork import fork_seed
+from dsh_session._generation_derive import header_of_generation_event
+from dsh_session._generations import (
+    check_generation_event,
+    generation_cut,
+    generation_surface_types,
+)
 from dsh_session._header import SessionHeader, _check_cut
 from dsh_session._json import (
     JsonObject,
@@ -112,6 +118,15 @@ class Session:
     ``append_event`` validate before they commit (a refused event changes nothing), then notify
     subscribers in order; a subscriber's exception is logged, never raised to the appender, and
     a subscriber that appends is refused (``REENTRANT``).
+
+    A header of a later generation (``version`` 2-4, written by the TypeScript harness since
+    2026-09-04) restores that generation's log as stored, under its own rules
+    (:mod:`dsh_session._generations`): its surface types (``system/message``,
+    ``developer/message``), its replacement spelling, its unknown-type rule, and the inherited
+    cut taken from the body's ``session/end-seed {inherited: true}`` marker (pass
+    ``inherited_event_count=0`` to have it found; a non-zero count must agree). Such a session
+    is read-only: ``append`` and ``fork`` raise (code ``GENERATION``), since this library writes
+    format v0 only.
     """
 
     def __init__(
@@ -123,8 +138,12 @@ class Session:
     ) -> None:
         if not isinstance(header, SessionHeader):
             raise TypeError(f"header must be a SessionHeader, not {type(header).__name__}")
+        self._generation = header.version
+        self._surface_types = generation_surface_types(header.version)
+        find_cut = header.version >= 2 and header.is_seeded and inherited_event_count == 0
         try:
-            _check_cut(header, inherited_event_count)
+            if not find_cut:
+                _check_cut(header, inherited_event_count)
         except ValueError as exc:
             raise SessionValidationError(str(exc), code="HEADER") from None
         self._header = header
@@ -141,13 +160,28 @@ class Session:
         self._derived: list[Message] = []
         self._derived_nodes = 0
         self._derived_generation = 0
+        legacy = header.version < 2  # the pre-react-loop and compact/* records are v0's
         for event in events:
             kind = type(event)
             if (
-                kind is TurnStartEvent or kind is TurnEndEvent or kind is OpaqueEvent
-            ) and may_need_projection(event):
+                legacy
+                and (kind is TurnStartEvent or kind is TurnEndEvent or kind is OpaqueEvent)
+                and may_need_projection(event)
+            ):
                 event = project_stored_event(event, header.id)
             self._commit(event, self._plan(event, checked=False))
+        if header.version >= 2:
+            try:
+                cut = generation_cut(self._events, seeded=header.is_seeded)
+            except EventDecodeError as exc:
+                raise SessionValidationError(exc.reason, code="HEADER") from None
+            if not find_cut and cut != inherited_event_count:
+                raise SessionValidationError(
+                    f"inherited_event_count {inherited_event_count} disagrees with the log's "
+                    f"inherited-cut marker at seq {cut}",
+                    code="HEADER",
+                )
+            self._inherited = inherited_event_count = cut
         if inherited_event_count > len(self._events):
             raise SessionValidationError(
                 f"inherited_event_count {inherited_event_count} exceeds the {len(self._events)} "
@@ -288,6 +322,7 @@ class Session:
         unseeded child. Raises :class:`~dsh_session.SessionForkError` (``INVALID_BOUNDARY``,
         ``OPEN_TURN``).
         """
+        self._refuse_generation("fork")
         seed, inherited = fork_seed(self._events, boundary)
         header = SessionHeader(
             id=child_id,
@@ -300,6 +335,41 @@ class Session:
 
     # -- internals -------------------------------------------------------------------------
 
+    @property
+    def generation(self) -> int:
+        """The log's generation (``header.version``): 0 for format v0, 2-4 for a log the
+        TypeScript harness wrote in a later generation (read-only here)."""
+        return self._generation
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt the model saw last: the text of the latest ``system/message``
+        surface node in a v3 or v4 log, the folded request header's ``system`` before v3
+        (``None``: none recorded)."""
+        if self._generation < 3:
+            header = self._request_header
+            return None if header is None else header.system
+        for seq in reversed(self._surface.nodes):
+            event = self._events[seq]
+            if event.type == "system/message":
+                message = event.to_wire()["data"].get("message", {})
+                texts = [
+                    block.get("text", "")
+                    for block in message.get("content", [])
+                    if isinstance(block, dict) and block.get("type") == "text"
+                ]
+                return "".join(texts)
+        return None
+
+    def _refuse_generation(self, operation: str) -> None:
+        if self._generation != 0:
+            raise SessionValidationError(
+                f"cannot {operation} session {self.id!r}: its log is generation "
+                f"{self._generation} (written by the TypeScript harness), which this library "
+                "reads but does not write (it writes format v0)",
+                code="GENERATION",
+            )
+
     def _refuse_reentrant(self) -> None:
         if self._notifying:
             raise SessionValidationError(
@@ -308,6 +378,7 @@ class Session:
             )
 
     def _append(self, event: SessionEvent, *, checked: bool) -> SessionEvent:
+        self._refuse_generation("append to")
         if isinstance(event, _Event) and event.type in LEGACY_EVENT_TYPES:
             raise SessionValidationError(
                 legacy_append_refusal(event.type),
@@ -346,10 +417,28 @@ class Session:
                 _check(event.to_wire()["data"], "data", set())
             except LosslessJsonError as exc:
                 raise SessionValidationError(str(exc), code="DATA", seq=seq) from None
+        if self._generation >= 2:
+            try:
+                check_generation_event(self._generation, event, self._events)
+            except EventDecodeError as exc:
+                raise SessionValidationError(exc.reason, code="GENERATION", seq=seq) from None
+        else:
+            op = event.to_wire().get("surfaceOp")
+            if type(op) is dict and "startSeq" in op:
+                raise SessionValidationError(
+                    "format v0 spells a replacement {op:'replace', start, end} (startSeq and "
+                    "endSeq are the spelling of generations v3 and v4)",
+                    code="SURFACE",
+                    seq=seq,
+                )
         fold: Any = None
         if event.type == "request/header":
-            fold = header_of_event(event)
-        return plan_surface(self._surface, event, self._events), fold
+            fold = (
+                header_of_event(event)
+                if self._generation < 2
+                else header_of_generation_event(event)
+            )
+        return plan_surface(self._surface, event, self._events, self._surface_types), fold
 
     def _commit(self, event: SessionEvent, planned: tuple[SurfacePlan | None, Any]) -> None:
         plan, fold = planned

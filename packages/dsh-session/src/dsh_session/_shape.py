@@ -57,11 +57,15 @@ _MISSING: Any = object()
 
 
 def surface_op_problem(op: object) -> str | None:
-    """Why ``op`` is not ``'append'`` or exactly ``{op:'replace', start, end}`` (None: it is)."""
+    """Why ``op`` is not ``'append'`` or exactly ``{op:'replace', start, end}`` (or the later
+    generations' ``{op:'replace', startSeq, endSeq}``) (None: it is)."""
     if op == "append" and type(op) is str:
         return None
-    if type(op) is dict and op.keys() == {"op", "start", "end"} and op["op"] == "replace":
-        start, end = op["start"], op["end"]
+    if type(op) is dict and op.get("op") == "replace" and len(op) == 3:
+        if "start" in op:
+            start, end = op["start"], op.get("end")
+        else:  # the v3/v4 spelling (which a Session of another generation refuses)
+            start, end = op.get("startSeq"), op.get("endSeq")
         if (
             type(start) is int
             and type(end) is int
@@ -69,7 +73,10 @@ def surface_op_problem(op: object) -> str | None:
             and 0 <= end <= MAX_SAFE_INTEGER
         ):
             return None
-    return f"surfaceOp must be 'append' or {{op:'replace', start, end}}, not {op!r:.60}"
+    return (
+        f"surfaceOp must be 'append' or {{op:'replace', start, end}} (v3+: startSeq, endSeq), "
+        f"not {op!r:.60}"
+    )
 
 
 def _data_fields(shape: type) -> list[tuple[str, str | None, bool]]:

@@ -114,6 +114,9 @@ def _without_result_content(data: JsonObject) -> Any:
     """A tool/result's data with the result content removed (what a replace must keep)."""
     if "message" in data:
         message = data["message"]
+        if isinstance(message, dict) and message.get("role") == "tool":  # v4: no wrapper block
+            rest = {k: v for k, v in message.items() if k != "content"}
+            return ({k: v for k, v in data.items() if k != "message"}, rest)
         content = message.get("content") if isinstance(message, dict) else None
         if not (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)):
             return None
@@ -124,15 +127,20 @@ def _without_result_content(data: JsonObject) -> Any:
 
 
 def plan_surface(
-    state: SurfaceState, event: SessionEvent, events: Sequence[SessionEvent]
+    state: SurfaceState,
+    event: SessionEvent,
+    events: Sequence[SessionEvent],
+    surface_types: frozenset[str] = SURFACE_EVENT_TYPES,
 ) -> SurfacePlan | None:
     """Check ``event``'s surface transition against ``state``; ``None`` for a non-surface event.
 
-    ``events`` is the log so far (to look shadowed nodes up by seq). Raises
-    :class:`SessionValidationError` (code ``SURFACE``) on any rule of reference §1.5.
+    ``events`` is the log so far (to look shadowed nodes up by seq); ``surface_types`` are the
+    surface types of the log's generation (v3 adds ``system/message``, v4
+    ``developer/message``). Raises :class:`SessionValidationError` (code ``SURFACE``) on any
+    rule of reference §1.5.
     """
     wire = event.to_wire()
-    if event.type not in SURFACE_EVENT_TYPES:
+    if event.type not in surface_types:
         if "surfaceOp" in wire or "sourceEventSeqs" in wire:
             raise SessionValidationError(
                 f"a {event.type} event is not a surface event and cannot carry surfaceOp or "
@@ -147,7 +155,9 @@ def plan_surface(
     sources = check_source_seqs(event)
     if op == "append":
         return SurfacePlan(event.seq)
-    start_seq, end_seq = op["start"], op["end"]
+    replace = event.surface_op
+    assert isinstance(replace, SurfaceReplace)
+    start_seq, end_seq = replace.start, replace.end
     start, end = state.position(start_seq), state.position(end_seq)
     if start is None or end is None:
         missing = start_seq if start is None else end_seq
@@ -177,8 +187,11 @@ class SurfaceFold:
     replacements: tuple[Replacement, ...]
 
 
-def fold_surface(events: Sequence[SessionEvent]) -> SurfaceFold:
-    """Fold the surface of a log (the same rules as :class:`Session`; raises on a bad event)."""
+def fold_surface(
+    events: Sequence[SessionEvent], surface_types: frozenset[str] = SURFACE_EVENT_TYPES
+) -> SurfaceFold:
+    """Fold the surface of a log (the same rules as :class:`Session`; raises on a bad event).
+    ``surface_types``: those of the log's generation (default v0's)."""
     state = SurfaceState()
     replacements: list[Replacement] = []
     for index, event in enumerate(events):
@@ -186,7 +199,7 @@ def fold_surface(events: Sequence[SessionEvent]) -> SurfaceFold:
             raise SessionValidationError(
                 f"seq must equal the index {index}", code="SEQ", seq=event.seq
             )
-        plan = plan_surface(state, event, events)
+        plan = plan_surface(state, event, events, surface_types)
         if plan is None:
             continue
         shadowed = state.commit(plan)

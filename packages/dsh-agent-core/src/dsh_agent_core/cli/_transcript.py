@@ -54,11 +54,24 @@ def _call_summary(name: str, arguments: str) -> str:
     return f"{name}({json.dumps(parsed, ensure_ascii=False)[:200]})"
 
 
+def _developer_text(message: dict[str, Any]) -> str:
+    """A v4 ``developer/message``'s tool additions and removals, as one line."""
+    changes = [
+        f"{'+' if block.get('type') == 'tool-addition' else '-'}{block.get('toolName')}"
+        for block in message.get("content") or ()
+        if isinstance(block, dict) and block.get("type") in ("tool-addition", "tool-removal")
+    ]
+    return f"tools {' '.join(changes)}" if changes else ""
+
+
 def _result_lines(data: dict[str, Any]) -> tuple[str, bool]:
     content = data.get("content")
     is_error = bool(data.get("isError"))
     message = data.get("message")
-    if content is None and isinstance(message, dict):
+    if content is None and isinstance(message, dict) and message.get("role") == "tool":
+        # a v4 log's tool result: the blocks are the message's own (no tool-result wrapper)
+        content, is_error = message.get("content"), bool(message.get("isError"))
+    elif content is None and isinstance(message, dict):
         blocks = message.get("content") or [{}]
         first = blocks[0] if isinstance(blocks[0], dict) else {}
         content, is_error = first.get("content"), bool(first.get("isError"))
@@ -259,6 +272,13 @@ def render_transcript(
             console.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(console, data)
+        elif kind in ("system/message", "developer/message"):  # v3/v4 logs
+            held = data.get("message")
+            message: dict[str, Any] = held if isinstance(held, dict) else {}
+            console.print(
+                _text(f"[{kind.split('/', 1)[0]}]: ", "dim")
+                + _text(_texts(message.get("content")) or _developer_text(message), "dim")
+            )
         elif kind == "turn/end":
             console.print(
                 _text(f"turn {data.get('turn')} ended: {reason_text(data.get('reason'))}", "blue")
