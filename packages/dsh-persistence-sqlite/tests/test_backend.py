@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dsh_persistence import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionFormatUnsupportedError,
     SessionOwnershipLostError,
@@ -259,7 +260,7 @@ async def test_operations_after_aclose_raise(make_store: Factory, mk: Any) -> No
     store = make_store()
     await store.aclose()
     await store.aclose()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(PersistenceClosedError, match="cannot list: SqlitePersistence"):
         await store.list()
 
 

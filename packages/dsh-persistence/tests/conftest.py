@@ -25,6 +25,7 @@ import pytest
 
 from dsh_persistence import (
     Access,
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionHandleClosedError,
@@ -204,6 +205,12 @@ class DirPersistence:
         self.root.mkdir(parents=True, exist_ok=True)
         self.pending: set[str] = set()
         self.handles: dict[DirHandle, None] = {}  # insertion-ordered: oldest first
+        self.closed = False
+
+    def refuse_if_closed(self, operation: str, session_id: str = "") -> None:
+        if self.closed:
+            backend = f"DirPersistence({self.root})"
+            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
 
     # --- layout and ownership (the broken variants override these) ---------------------------
 
@@ -290,6 +297,7 @@ class DirPersistence:
         return handle
 
     async def create(self, header: SessionHeader, *, inherited_event_count: int = 0) -> DirHandle:
+        self.refuse_if_closed("create", header.id)
         header = materialize_create_header(header, inherited_event_count)
         session_id = header.id
         if session_id in self.pending or self.log_path(session_id).exists():
@@ -305,6 +313,7 @@ class DirPersistence:
         return self._track(handle)
 
     async def open(self, session_id: str, access: Access) -> DirHandle:
+        self.refuse_if_closed("open", session_id)
         path = self.log_path(session_id)
         if session_id in self.pending:
             if access == "write":
@@ -352,9 +361,11 @@ class DirPersistence:
         )
 
     async def stat(self, session_id: str) -> SessionSnapshot | None:
+        self.refuse_if_closed("stat", session_id)
         return self._snapshot(session_id)
 
     async def list(self) -> list[SessionSnapshot]:
+        self.refuse_if_closed("list")
         ids = set(self.pending)
         for directory in self.root.iterdir():
             if (directory / "log.jsonl").exists():
@@ -363,11 +374,13 @@ class DirPersistence:
         return [s for s in snapshots if s is not None]
 
     async def flush(self) -> None:
+        self.refuse_if_closed("flush")
         for handle in self.flush_order():
             with contextlib.suppress(SessionHandleClosedError):
                 await handle.flush()
 
     async def aclose(self) -> None:
+        self.closed = True
         for handle in list(self.handles):
             await handle.close()
 
@@ -581,6 +594,13 @@ class BrokenCorruptionNamesNoSession(DirPersistence):
             raise SessionPersistenceCorruptionError("", str(error)) from error
 
 
+class BrokenWorksAfterClose(DirPersistence):
+    """Goes on serving calls after ``aclose()``."""
+
+    def refuse_if_closed(self, operation: str, session_id: str = "") -> None:
+        return None
+
+
 VARIANTS: dict[str, type[DirPersistence]] = {
     cls.__name__: cls
     for cls in (
@@ -603,6 +623,7 @@ VARIANTS: dict[str, type[DirPersistence]] = {
         BrokenServiceFlushSkipsTheOldest,
         BrokenMalformedRecordsEscapeAsTypeErrors,
         BrokenCorruptionNamesNoSession,
+        BrokenWorksAfterClose,
     )
 }
 

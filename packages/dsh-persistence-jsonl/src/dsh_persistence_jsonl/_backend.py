@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from dsh_persistence import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionFormatUnsupportedError,
@@ -59,9 +60,10 @@ class JsonlPersistence(RootCatalog):
         self._tokens = itertools.count(1)
         self._closed = False
 
-    def _check_instance(self) -> None:
+    def _check_instance(self, operation: str, session_id: str = "") -> None:
         if self._closed:
-            raise RuntimeError(f"JsonlPersistence({self._root}) is closed")
+            backend = f"JsonlPersistence({self._root})"
+            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
 
     async def create(
         self, header: SessionHeader, *, inherited_event_count: int = 0
@@ -70,7 +72,7 @@ class JsonlPersistence(RootCatalog):
 
         Raises ``SessionAlreadyExistsError`` if the id is stored or pending here.
         """
-        self._check_instance()
+        self._check_instance("create", header.id)
         materialize_create_header(header, inherited_event_count)
         header_line = encode_header_line(header, inherited_event_count)
         session_id = header.id
@@ -104,7 +106,7 @@ class JsonlPersistence(RootCatalog):
 
     async def open(self, session_id: str, access: Access) -> JsonlSessionHandle:
         """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``."""
-        self._check_instance()
+        self._check_instance("open", session_id)
         if access not in ("read", "write"):
             raise ValueError(f"access must be 'read' or 'write', got {access!r}")
         if access == "read":
@@ -305,6 +307,7 @@ class JsonlPersistence(RootCatalog):
 
     async def stat(self, session_id: str) -> SessionSnapshot | None:
         """The snapshot of one session from its header and file metadata; ``None`` if absent."""
+        self._check_instance("stat", session_id)
         pending = self._pending.get(session_id)
         if pending is not None:
             return self._pending_snapshot(pending)
@@ -312,6 +315,7 @@ class JsonlPersistence(RootCatalog):
 
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every visible session (materialized, plus this instance's pending creates)."""
+        self._check_instance("list")
         pending = builtins.list(self._pending.values())
         snapshots = await asyncio.to_thread(self._scan_root)
         seen = {snapshot.header.id for snapshot in snapshots}
@@ -320,6 +324,7 @@ class JsonlPersistence(RootCatalog):
 
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""
+        self._check_instance("flush")
         await flush_handles([h for h in self._writers.values() if h is not None])
 
     async def aclose(self) -> None:

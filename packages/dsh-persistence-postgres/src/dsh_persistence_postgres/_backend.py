@@ -10,6 +10,7 @@ import re
 import zstandard
 
 from dsh_persistence import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionPersistenceNotFoundError,
@@ -120,9 +121,10 @@ class PostgresPersistence:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _check_instance(self) -> None:
+    def _check_instance(self, operation: str, session_id: str = "") -> None:
         if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
+            backend = f"{self!r}"
+            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
 
     async def _ready_services(self, session_id: str, operation: str) -> HandleServices:
         """Connect on first use: check (or create) the schema, open the pool (a failure names
@@ -202,7 +204,7 @@ class PostgresPersistence:
         Raises ``SessionAlreadyExistsError`` if the id is stored, pending here, or being
         created by another instance or process (which holds its lock).
         """
-        self._check_instance()
+        self._check_instance("create", header.id)
         materialize_create_header(header, inherited_event_count)
         session_id = header.id
         if session_id in self._pending or session_id in self._writers:
@@ -247,7 +249,7 @@ class PostgresPersistence:
         A write open takes the session's advisory lock (``SessionAlreadyOwnedError`` when any
         connection anywhere holds it) and then checks the whole log.
         """
-        self._check_instance()
+        self._check_instance("open", session_id)
         if access not in ("read", "write"):
             raise ValueError(f"access must be 'read' or 'write', got {access!r}")
         if not isinstance(session_id, str):
@@ -333,7 +335,7 @@ class PostgresPersistence:
 
     async def stat(self, session_id: str) -> SessionSnapshot | None:
         """The snapshot of one session, from its sessions row alone; ``None`` if absent."""
-        self._check_instance()
+        self._check_instance("stat", session_id)
         pending = self._pending.get(session_id)
         if pending is not None and not pending.materialized:
             return self._pending_snapshot(pending)
@@ -350,7 +352,7 @@ class PostgresPersistence:
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every visible session (stored, plus this instance's pending creates), from the
         sessions rows alone."""
-        self._check_instance()
+        self._check_instance("list")
         services = await self._ready_services("", "list")
         snapshots = await pooled(services.pool, self._target, "", "list", services.reader.snapshots)
         pending = [h for h in self._pending.values() if not h.materialized]
@@ -361,7 +363,7 @@ class PostgresPersistence:
 
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""
-        self._check_instance()
+        self._check_instance("flush")
         await flush_handles([h for h in self._writers.values() if h is not None])
 
     async def aclose(self) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dsh_persistence import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionPersistenceNotFoundError,
@@ -139,9 +140,10 @@ class SqlitePersistence:
             future.add_done_callback(_release_on_success)
             raise
 
-    def _check_instance(self) -> None:
+    def _check_instance(self, operation: str, session_id: str = "") -> None:
         if self._closed:
-            raise RuntimeError(f"SqlitePersistence({self._path}) is closed")
+            backend = f"SqlitePersistence({self._path})"
+            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
 
     def _is_pending(self, session_id: str) -> bool:
         handle = self._pending.get(session_id)
@@ -166,7 +168,7 @@ class SqlitePersistence:
         Raises ``SessionAlreadyExistsError`` if the id is stored, pending here, or being
         created by another process.
         """
-        self._check_instance()
+        self._check_instance("create", header.id)
         materialize_create_header(header, inherited_event_count)
         session_id = header.id
         if session_id in self._pending or session_id in self._writers:
@@ -212,7 +214,7 @@ class SqlitePersistence:
 
     async def open(self, session_id: str, access: Access) -> SqliteSessionHandle:
         """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``."""
-        self._check_instance()
+        self._check_instance("open", session_id)
         if access not in ("read", "write"):
             raise ValueError(f"access must be 'read' or 'write', got {access!r}")
         if not isinstance(session_id, str):
@@ -294,7 +296,7 @@ class SqlitePersistence:
 
     async def stat(self, session_id: str) -> SessionSnapshot | None:
         """The snapshot of one session (its row and its last event row); ``None`` if absent."""
-        self._check_instance()
+        self._check_instance("stat", session_id)
         pending = self._pending.get(session_id)
         if pending is not None and not pending._materialized:
             return self._pending_snapshot(pending)
@@ -308,7 +310,7 @@ class SqlitePersistence:
 
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every visible session (stored, plus this instance's pending creates)."""
-        self._check_instance()
+        self._check_instance("list")
         pending = [h for h in self._pending.values() if not h._materialized]
         snapshots = await self._submit(self._list_sync)
         if pending:
@@ -324,7 +326,7 @@ class SqlitePersistence:
 
     async def flush(self) -> None:
         """Durability barrier over every write handle active now; failures are aggregated."""
-        self._check_instance()
+        self._check_instance("flush")
         await flush_handles([h for h in self._writers.values() if h is not None])
 
     async def aclose(self) -> None:

@@ -8,6 +8,7 @@ suite is ``dsh_persistence.testing``.
 
 from dsh_persistence._barrier import flush_handles
 from dsh_persistence._errors import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionFormatUnsupportedError,
@@ -43,6 +44,7 @@ from dsh_persistence._validation import (
 __all__ = [
     "Access",
     "AppendBatch",
+    "PersistenceClosedError",
     "SessionAlreadyExistsError",
     "SessionAlreadyOwnedError",
     "SessionFormatUnsupportedError",

@@ -1,4 +1,4 @@
-"""The consumer-visible errors of the persistence seam: one base, nine facts-carrying classes."""
+"""The consumer-visible errors of the persistence seam: one base, ten facts-carrying classes."""
 
 from __future__ import annotations
 
@@ -87,6 +87,23 @@ class SessionHandleClosedError(SessionPersistenceError):
         )
         self.operation = operation
         self._init_kwargs = {"operation": operation}
+
+
+class PersistenceClosedError(SessionPersistenceError):
+    """Any call on a backend instance after its ``aclose()``; ``backend`` names the instance.
+
+    ``session_id`` is the session the call was about (empty for ``list`` and ``flush``).
+    """
+
+    backend: str
+    operation: str
+
+    def __init__(self, session_id: str, *, backend: str, operation: str) -> None:
+        about = f" session {session_id!r}" if session_id else ""
+        super().__init__(session_id, f"cannot {operation}{about}: {backend} is closed")
+        self.backend = backend
+        self.operation = operation
+        self._init_kwargs = {"backend": backend, "operation": operation}
 
 
 class SessionOwnershipLostError(SessionPersistenceError):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from dsh_persistence import (
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionHandle,
@@ -324,6 +327,30 @@ async def clause_aclose_closes_every_handle_and_releases_ownership(ctx: ClauseCo
     second = await ctx.instance()
     async with await second.open("aclose", "write") as taken:
         expect_events(await taken.read(), one_turn(), "the log after aclose")
+
+
+@clause()
+async def clause_a_closed_backend_refuses_every_call_naming_it(ctx: ClauseContext) -> None:
+    """After persistence.aclose(), create, open, stat, list and flush raise the seam's
+    PersistenceClosedError (naming the call and the session), whatever the backend."""
+    persistence = await ctx.instance()
+    async with await persistence.create(header("closed-backend")) as writer:
+        await writer.append(one_turn())
+    await persistence.aclose()
+    calls: list[tuple[str, str, Callable[[], Awaitable[Any]]]] = [
+        ("create", "closed-new", lambda: persistence.create(header("closed-new"))),
+        ("open", "closed-backend", lambda: persistence.open("closed-backend", "read")),
+        ("stat", "closed-backend", lambda: persistence.stat("closed-backend")),
+        ("list", "", persistence.list),
+        ("flush", "", persistence.flush),
+    ]
+    for operation, session_id, call in calls:
+        error = await expect_raises(PersistenceClosedError, call(), f"{operation} after aclose")
+        assert isinstance(error, PersistenceClosedError)
+        expect(
+            (error.operation, error.session_id) == (operation, session_id),
+            f"{operation} after aclose raised for {(error.operation, error.session_id)}",
+        )
 
 
 @clause()
