@@ -38,6 +38,7 @@ from dsh_session import (
 )
 from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry
 from dsh_tools import ToolRegistry
+from shapes import flat
 
 CHILD = Path(__file__).parent / "agent_loop_child.py"
 TIMEOUT = 120.0
@@ -528,7 +529,7 @@ async def test_a_bash_call_over_the_local_executor_lands_in_the_log(
         agent.followup("where are you?")
         await agent.wait_idle()
         await agent.aclose()
-    result = data(of_type(agent.session.events, "tool/result")[0])
+    result = flat("tool/result", data(of_type(agent.session.events, "tool/result")[0]))
     assert result["isError"] is False
     assert result["content"] == [{"type": "text", "text": f"bash-session in {workspace}\n"}]
     assert data(agent.session.events[-1]) == {"turn": 1, "reason": {"kind": "completed"}}

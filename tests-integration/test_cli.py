@@ -30,6 +30,7 @@ import pytest
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import interrupted_turn_closers
+from shapes import flat
 
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
@@ -784,7 +785,11 @@ def test_sigterm_also_kills_the_background_jobs_the_run_started(dsh: Dsh, tmp_pa
     assert done.returncode == 143, done.stderr
 
     records = _closed_log(dsh)
-    results = {r["data"]["callId"]: r["data"] for r in records if r["type"] == "tool/result"}
+    results = {
+        flat("tool/result", r["data"])["callId"]: flat("tool/result", r["data"])
+        for r in records
+        if r["type"] == "tool/result"
+    }
     assert results["call-1"]["isError"] is False  # the job started; its notice never came
     assert results["call-2"]["error"]["code"] == "ABORTED"
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
