@@ -429,7 +429,7 @@ def interop(session: nox.Session) -> None:
         )
     _ensure_built(session, _closure("dsh-agent-core"))
     _install_from_dist(session, _pinned("dsh-agent-core"))
-    out = Path(session.create_tmp()) / "interop"
+    out = Path(session.create_tmp()).resolve() / "interop"
     if out.exists():
         shutil.rmtree(out)
     session.chdir(ROOT)
