@@ -132,7 +132,7 @@ def log_records(path: str | Path) -> list[dict[str, Any]]:
 
 def tool_result_text(records: list[dict[str, Any]]) -> str:
     (result,) = [r for r in records if r.get("type") == "tool/result"]
-    return "".join(block["text"] for block in result["data"]["content"])
+    return "".join(block["text"] for block in flat("tool/result", result["data"])["content"])
 
 
 def one_error_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -766,7 +766,9 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
     (call,) = [r for r in records if r["type"] == "tool/call"]
     assert call["data"]["callId"] == "call-1"
     assert json.loads(call["data"]["arguments"])["command"] == command
-    (result,) = [r for r in records if r["type"] == "tool/result"]
+    (result,) = [
+        {**r, "data": flat("tool/result", r["data"])} for r in records if r["type"] == "tool/result"
+    ]
     assert result["data"]["callId"] == "call-1"
     assert result["data"]["isError"] is True
     assert result["data"]["error"]["code"] == "ABORTED"

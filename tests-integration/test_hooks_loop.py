@@ -245,7 +245,7 @@ async def test_timed_out_and_failing_hooks_do_not_block_and_see_no_dsh_variables
         await agent.wait_idle()
     assert tool.ran == ["ls"]
     (result,) = events(agent, "tool/result")
-    assert result.data["isError"] is False
+    assert flat("tool/result", result.data)["isError"] is False
     outcomes = [e.data for e in events(agent, "hook/result")]
     assert [(o["point"], o["decision"], o.get("exitCode")) for o in outcomes] == [
         ("PreToolUse", "error", None),

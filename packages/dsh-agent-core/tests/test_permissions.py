@@ -44,7 +44,7 @@ def knobs(agent: Any) -> list[tuple[int, str, Any]]:
 
 def last_tool_text(agent: Any) -> str:
     results = [e for e in agent.session.events if e.type == "tool/result"]
-    content = results[-1].to_wire()["data"]["content"]
+    content = flat("tool/result", results[-1].to_wire()["data"])["content"]
     return "".join(block.get("text", "") for block in content)
 
 

@@ -243,7 +243,9 @@ async def test_cancelling_the_parent_cancels_its_waiting_child(tmp_path: Path) -
             for e in child.session.events
             if e.type == "assistant/message" and e.to_wire()["data"].get("interrupted")
         ]
-        assert [m["content"][0]["text"] for m in interrupted] == ["partial"]
+        assert [flat("assistant/message", m)["content"][0]["text"] for m in interrupted] == [
+            "partial"
+        ]
         assert child.status == "idle"
         assert not child.closed  # cancelled, not closed: it can take another prompt
 
