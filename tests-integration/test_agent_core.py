@@ -30,6 +30,7 @@ from dsh_agent_loop import LoopAgent
 from dsh_llm import ModelRequest, PluginSource, StreamChunk, TextBlock, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_session import SessionEvent, encode_event, encode_header_line
+from shapes import flat
 
 ROUTE = "test:scripted"
 """The route every test agent uses (provider ``test``, given to ``compose`` as a model)."""
@@ -55,14 +56,14 @@ def result_texts(agent: LoopAgent) -> dict[str, str]:
     """Each tool result's text, by call id."""
     texts: dict[str, str] = {}
     for event in of_type(agent.session.events, "tool/result"):
-        body = data(event)
+        body = flat(event.type, data(event))
         texts[body["callId"]] = "".join(block.get("text", "") for block in body["content"])
     return texts
 
 
 def result_errors(agent: LoopAgent) -> dict[str, bool]:
     return {
-        data(e)["callId"]: bool(data(e).get("isError"))
+        flat(e.type, data(e))["callId"]: bool(flat(e.type, data(e)).get("isError"))
         for e in of_type(agent.session.events, "tool/result")
     }
 

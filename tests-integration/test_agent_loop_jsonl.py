@@ -38,6 +38,7 @@ from dsh_session import (
 )
 from dsh_tool_bash import BashTool, JobRegistry, ShellEnvRegistry
 from dsh_tools import ToolRegistry
+from shapes import flat
 
 CHILD = Path(__file__).parent / "agent_loop_child.py"
 TIMEOUT = 120.0
@@ -301,7 +302,9 @@ async def test_a_kill_before_a_call_is_recorded_resumes_with_tool_not_started(
     assert_contiguous(stored)
     assert kinds(stored)[-2:] == ["assistant/message", "tool/call"]
     message, call_1 = of_type(stored, "assistant/message")[0], stored[-1]
-    asked = [b["id"] for b in data(message)["content"] if b["type"] == "tool-call"]
+    asked = [
+        b["id"] for b in flat(message.type, data(message))["content"] if b["type"] == "tool-call"
+    ]
     assert asked == ["c1", "c2"]
     assert [data(e)["callId"] for e in of_type(stored, "tool/call")] == ["c1"]
 
@@ -528,7 +531,7 @@ async def test_a_bash_call_over_the_local_executor_lands_in_the_log(
         agent.followup("where are you?")
         await agent.wait_idle()
         await agent.aclose()
-    result = data(of_type(agent.session.events, "tool/result")[0])
+    result = flat("tool/result", data(of_type(agent.session.events, "tool/result")[0]))
     assert result["isError"] is False
     assert result["content"] == [{"type": "text", "text": f"bash-session in {workspace}\n"}]
     assert data(agent.session.events[-1]) == {"turn": 1, "reason": {"kind": "completed"}}

@@ -30,6 +30,7 @@ import pytest
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import interrupted_turn_closers
+from shapes import flat
 
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
@@ -131,7 +132,7 @@ def log_records(path: str | Path) -> list[dict[str, Any]]:
 
 def tool_result_text(records: list[dict[str, Any]]) -> str:
     (result,) = [r for r in records if r.get("type") == "tool/result"]
-    return "".join(block["text"] for block in result["data"]["content"])
+    return "".join(block["text"] for block in flat("tool/result", result["data"])["content"])
 
 
 def one_error_line(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -765,7 +766,9 @@ def test_a_signal_during_a_bash_command_kills_it_closes_the_log_and_exits_128_pl
     (call,) = [r for r in records if r["type"] == "tool/call"]
     assert call["data"]["callId"] == "call-1"
     assert json.loads(call["data"]["arguments"])["command"] == command
-    (result,) = [r for r in records if r["type"] == "tool/result"]
+    (result,) = [
+        {**r, "data": flat("tool/result", r["data"])} for r in records if r["type"] == "tool/result"
+    ]
     assert result["data"]["callId"] == "call-1"
     assert result["data"]["isError"] is True
     assert result["data"]["error"]["code"] == "ABORTED"
@@ -784,7 +787,11 @@ def test_sigterm_also_kills_the_background_jobs_the_run_started(dsh: Dsh, tmp_pa
     assert done.returncode == 143, done.stderr
 
     records = _closed_log(dsh)
-    results = {r["data"]["callId"]: r["data"] for r in records if r["type"] == "tool/result"}
+    results = {
+        flat("tool/result", r["data"])["callId"]: flat("tool/result", r["data"])
+        for r in records
+        if r["type"] == "tool/result"
+    }
     assert results["call-1"]["isError"] is False  # the job started; its notice never came
     assert results["call-2"]["error"]["code"] == "ABORTED"
     assert records[-1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}

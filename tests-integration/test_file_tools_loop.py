@@ -14,6 +14,7 @@ from dsh_persistence_jsonl import JsonlPersistence
 from dsh_shell import SandboxPolicy
 from dsh_tool_fs import FileTools
 from dsh_tools import ToolRegistry
+from shapes import flat
 
 OPTIONS = AgentOptions(provider="scripted", model="m")
 
@@ -25,7 +26,7 @@ def registry() -> ToolRegistry:
 
 
 def results(events: Any) -> list[dict[str, Any]]:
-    return [e.to_wire()["data"] for e in events if e.type == "tool/result"]
+    return [flat("tool/result", e.to_wire()["data"]) for e in events if e.type == "tool/result"]
 
 
 def calls(events: Any) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ from dsh_hooks import HookRunner, HooksConfig
 from dsh_llm import PluginSource, TextBlock, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_tools import ToolDefinition, ToolExecution, ToolRegistry
+from shapes import flat
 
 OPTIONS = AgentOptions(provider="scripted", model="m")
 DIALECTS = ["claude-code", "codex"]
@@ -162,7 +163,10 @@ async def test_every_event_and_decision_in_a_real_loop(tmp_path: Path, dialect: 
     assert texts(first[1]) == ["please clean up"]
 
     assert tool.ran == ["lint"]  # rm was refused before it ran
-    results = {e.data["callId"]: e.data for e in events(agent, "tool/result")}
+    results = {
+        flat("tool/result", e.data)["callId"]: flat("tool/result", e.data)
+        for e in events(agent, "tool/result")
+    }
     assert results["c1"]["isError"] is True
     assert results["c1"]["content"] == [{"type": "text", "text": "Error: no rm please"}]
     assert results["c2"]["isError"] is True
@@ -241,7 +245,7 @@ async def test_timed_out_and_failing_hooks_do_not_block_and_see_no_dsh_variables
         await agent.wait_idle()
     assert tool.ran == ["ls"]
     (result,) = events(agent, "tool/result")
-    assert result.data["isError"] is False
+    assert flat("tool/result", result.data)["isError"] is False
     outcomes = [e.data for e in events(agent, "hook/result")]
     assert [(o["point"], o["decision"], o.get("exitCode")) for o in outcomes] == [
         ("PreToolUse", "error", None),

@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))  # the test modules import shapes.py
+
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
 """Seconds one dsh command or one wait may take: a safety net against a hang."""

@@ -20,6 +20,7 @@ import pytest
 
 from dsh_agent_core import compose, load_config
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from shapes import flat
 
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
@@ -224,7 +225,11 @@ async def test_a_loop_built_before_the_servers_started_offers_their_tools(tmp_pa
         await agent.wait_idle()
         assert "mcp__adder__add" in harness.tool_names()
         assert "mcp__adder__add" in [tool.name for tool in model.requests[0].tools]
-        (result,) = [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+        (result,) = [
+            flat("tool/result", e.to_wire()["data"])
+            for e in agent.session.events
+            if e.type == "tool/result"
+        ]
         assert result["content"] == [{"type": "text", "text": "42"}]
     finally:
         await harness.aclose()

@@ -9,6 +9,7 @@ from typing import Any
 
 from dsh_agent_core import Config, compose, load_config
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from shapes import flat
 
 
 def configured(home: Path, text: str = "") -> Config:
@@ -22,7 +23,11 @@ def read_text(path: Path) -> str:
 
 
 def results(agent: Any) -> list[dict[str, Any]]:
-    return [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+    return [
+        flat("tool/result", e.to_wire()["data"])
+        for e in agent.session.events
+        if e.type == "tool/result"
+    ]
 
 
 async def test_file_tools_follow_the_sessions_sandbox(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from dsh_agent_core import compose, load_config
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_tools import MAX_INLINE_BYTES
+from shapes import flat
 
 
 def _hooked(home: Path, hook: Path) -> Any:
@@ -47,7 +48,7 @@ async def _one_bash_call(tmp_path: Path, hook: Path) -> tuple[dict[str, Any], li
         agent = await harness.create("go", model="scripted:m", cwd=tmp_path)
         await agent.wait_idle()
         events = [e.to_wire() for e in agent.session.events]
-    (result,) = [e["data"] for e in events if e["type"] == "tool/result"]
+    (result,) = [flat("tool/result", e["data"]) for e in events if e["type"] == "tool/result"]
     return result, events
 
 

@@ -18,6 +18,7 @@ from dsh_bash_sandbox import FIX_CONFINE, FIX_OUTSIDE, clear_probe_cache
 from dsh_hooks import HooksConfig
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_shell import SYSTEM_PROGRAM_DIRS
+from shapes import flat
 
 GUARD = "#!/bin/bash\ncat > /dev/null\nexit 0\n"
 
@@ -66,7 +67,11 @@ async def test_the_model_can_neither_rewrite_nor_plant_what_a_hook_runs(tmp_path
         assert "scripts/check.sh" in h.policy.protected_paths
         agent = await h.create("try", model="scripted:m", cwd=work)
         await agent.wait_idle()
-        results = [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+        results = [
+            flat("tool/result", e.to_wire()["data"])
+            for e in agent.session.events
+            if e.type == "tool/result"
+        ]
     assert (work / "ok").read_text() == "done\n"  # the command ran, confined
     assert guard.read_text() == GUARD
     assert sorted(p.name for p in work.iterdir()) == [".claude", "ok"]  # no scripts/, no .codex

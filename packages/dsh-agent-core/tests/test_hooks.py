@@ -13,6 +13,7 @@ import pytest
 from dsh_agent_core import Config, ConfigError, compose, load_config
 from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from shapes import flat
 
 
 def configured(home: Path, text: str) -> Config:
@@ -39,7 +40,11 @@ async def test_a_pre_tool_use_hook_blocks_a_bash_call_with_its_reason(
     async with compose(configured(tmp_path / "home", text), models={"scripted": model}) as h:
         agent = await h.create("try", model="scripted:m", cwd=tmp_path)
         await agent.wait_idle()
-        (result,) = [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+        (result,) = [
+            flat("tool/result", e.to_wire()["data"])
+            for e in agent.session.events
+            if e.type == "tool/result"
+        ]
     assert result["isError"]
     assert "no rm here" in json.dumps(result["content"])
     assert not (tmp_path / "should-not-exist").exists()

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from shapes import flat
+
 DSH = Path(sys.executable).parent / "dsh"
 TIMEOUT = 120.0
 """Seconds one dsh command may take: a safety net against a hang."""
@@ -165,7 +167,11 @@ def test_run_model_local_uses_the_one_served_model(tmp_path: Path, server: Model
     listed = dsh(tmp_path, "sessions", "list", "--json")
     session_path = json.loads(listed.stdout)[0]["session_path"]
     events = [json.loads(line) for line in Path(session_path).read_text().splitlines()]
-    provenance = [e["data"]["provenance"] for e in events if e["type"] == "assistant/message"]
+    provenance = [
+        flat("assistant/message", e["data"])["provenance"]
+        for e in events
+        if e["type"] == "assistant/message"
+    ]
     assert provenance == [{"provider": "local", "model": "qwen2.5-coder:7b"}]
 
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from dsh_agent_core import Config, ConfigError, compose, load_config
 from dsh_agent_core.cli import cli
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from shapes import flat
 
 SERVER = """
 from mcp.server.mcpserver import MCPServer
@@ -49,7 +50,11 @@ def server_table(tmp_path: Path, name: str = "adder") -> str:
 
 
 def results(agent: Any) -> list[dict[str, Any]]:
-    return [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+    return [
+        flat("tool/result", e.to_wire()["data"])
+        for e in agent.session.events
+        if e.type == "tool/result"
+    ]
 
 
 async def test_a_configured_servers_tools_reach_the_agent(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from dsh_agent_core._runtime_context import RUNTIME_CONTEXT_PLUGIN
 from dsh_agent_core.cli._approval import shown
 from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
+from shapes import flat
 
 
 def talk(request: Any) -> list[Any]:
@@ -43,7 +44,7 @@ def knobs(agent: Any) -> list[tuple[int, str, Any]]:
 
 def last_tool_text(agent: Any) -> str:
     results = [e for e in agent.session.events if e.type == "tool/result"]
-    content = results[-1].to_wire()["data"]["content"]
+    content = flat("tool/result", results[-1].to_wire()["data"])["content"]
     return "".join(block.get("text", "") for block in content)
 
 
@@ -166,7 +167,11 @@ async def test_an_escalated_retry_asks_and_runs_wider_only_when_allowed(tmp_path
         harness.extensions.approval.add(lambda request: asked.append(request) or "allowed-once")
         agent = await harness.create("write outside", model="scripted:m", cwd=work)
         await agent.wait_idle()
-        results = [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+        results = [
+            flat("tool/result", e.to_wire()["data"])
+            for e in agent.session.events
+            if e.type == "tool/result"
+        ]
         first = results[0]["content"][0]["text"]
         assert "[sandbox: file access denied under workspace-write mode]" in first
         assert "retry this exact command once" in first

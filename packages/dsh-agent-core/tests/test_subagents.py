@@ -22,6 +22,7 @@ from dsh_agent_core import (
 from dsh_llm import ToolResultMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_session import SessionEvent
+from shapes import flat
 
 CHILD = {"provider": "child", "model": "m"}
 
@@ -160,7 +161,11 @@ async def test_a_child_that_fails_gives_an_error_result_saying_so(tmp_path: Path
         (result,) = results(parent_model)
         (child,) = children_of(harness, parent.id)
         assert result.is_error
-        (logged,) = [e.to_wire()["data"] for e in parent.session.events if e.type == "tool/result"]
+        (logged,) = [
+            flat("tool/result", e.to_wire()["data"])
+            for e in parent.session.events
+            if e.type == "tool/result"
+        ]
         assert logged["error"]["code"] == "SESSION_CHILD_FAILED"
         assert f"child session {child.id}" in text(result)
         assert "failed" in text(result)
@@ -238,7 +243,9 @@ async def test_cancelling_the_parent_cancels_its_waiting_child(tmp_path: Path) -
             for e in child.session.events
             if e.type == "assistant/message" and e.to_wire()["data"].get("interrupted")
         ]
-        assert [m["content"][0]["text"] for m in interrupted] == ["partial"]
+        assert [flat("assistant/message", m)["content"][0]["text"] for m in interrupted] == [
+            "partial"
+        ]
         assert child.status == "idle"
         assert not child.closed  # cancelled, not closed: it can take another prompt
 

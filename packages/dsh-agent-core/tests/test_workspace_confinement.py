@@ -15,6 +15,7 @@ import pytest
 from dsh_agent_core import Config, compose, load_config
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_shell import WorkspaceChangedError
+from shapes import flat
 
 
 def configured(home: Path, text: str = "") -> Config:
@@ -60,7 +61,11 @@ def write(call_id: str, path: str, content: str = "x\n") -> Any:
 
 
 def tool_results(agent: Any) -> list[dict[str, Any]]:
-    return [e.to_wire()["data"] for e in agent.session.events if e.type == "tool/result"]
+    return [
+        flat("tool/result", e.to_wire()["data"])
+        for e in agent.session.events
+        if e.type == "tool/result"
+    ]
 
 
 def text_of(result: dict[str, Any]) -> str:

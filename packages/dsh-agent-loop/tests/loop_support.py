@@ -27,7 +27,7 @@ from dsh_persistence import (
     SessionPersistenceNotFoundError,
     SessionSnapshot,
 )
-from dsh_session import SessionEvent, SessionHeader, encode_event
+from dsh_session import SessionEvent, SessionHeader, encode_event, message_parts
 from dsh_tools import ToolDefinition, ToolExecution
 
 OPTIONS = AgentOptions(provider="scripted", model="demo")
@@ -252,6 +252,24 @@ def kinds(events: Sequence[SessionEvent], *, chunks: bool = False) -> list[str]:
 
 def data(event: SessionEvent) -> Any:
     return event.to_wire()["data"]
+
+
+def flat(event: SessionEvent) -> Any:
+    """A surface event's data with its message's fields lifted out, whatever shape it was
+    written in: ``content`` (a tool result: the tool's own blocks), ``source``, ``id``, and
+    for a tool result ``callId`` and ``isError``; the event's other keys (``turn``, ``step``,
+    ``usage``, ``interrupted``, ``error``, ``meta``) are kept, ``message`` is dropped."""
+    wire = data(event)
+    parts = message_parts(event.type, wire)
+    assert parts is not None, f"{event.type} carries no message"
+    lifted = {key: value for key, value in wire.items() if key not in ("message", "role")}
+    lifted["content"] = parts.content if parts.result is None else parts.result
+    lifted["source"] = parts.source
+    lifted["id"] = parts.id
+    if parts.call_id is not None:
+        lifted["callId"] = parts.call_id
+        lifted["isError"] = parts.is_error
+    return lifted
 
 
 def of_type(events: Sequence[SessionEvent], kind: str) -> list[SessionEvent]:

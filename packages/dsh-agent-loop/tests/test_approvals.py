@@ -17,7 +17,7 @@ from dsh_agent import ApprovalRequest, Extensions
 from dsh_agent_loop import AgentLoop, ApprovalOutsideTurnError, effective_approval_policy
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_tools import Ask, ToolRegistry
-from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
+from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, flat, kinds, of_type
 
 
 def _model() -> ScriptedModel:
@@ -40,7 +40,7 @@ async def _run(loop: AgentLoop, *, policy: str | None = None) -> Any:
 
 
 def _result(agent: Any) -> Any:
-    return data(of_type(agent.session.events, "tool/result")[0])
+    return flat(of_type(agent.session.events, "tool/result")[0])
 
 
 def _pair(agent: Any) -> tuple[Any, Any]:

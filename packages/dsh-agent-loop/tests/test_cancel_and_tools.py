@@ -9,7 +9,7 @@ from typing import Any
 from dsh_agent import CancelCause, Extensions, StepContext, TurnStopping
 from dsh_llm import BlockStartChunk, TextDeltaChunk
 from dsh_llm.testing import Hang, ScriptedModel, text_response, tool_call_response
-from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
+from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, flat, kinds, of_type
 
 
 async def followup_and_wait_for_the_request(agent: Any, text: str) -> None:
@@ -21,7 +21,7 @@ async def followup_and_wait_for_the_request(agent: Any, text: str) -> None:
 
 
 def results_by_call(events: Any) -> dict[str, Any]:
-    return {data(e)["callId"]: data(e) for e in of_type(events, "tool/result")}
+    return {flat(e)["callId"]: flat(e) for e in of_type(events, "tool/result")}
 
 
 async def test_an_idle_cancel_is_a_no_op(make_loop: MakeLoop) -> None:
@@ -49,7 +49,7 @@ async def test_a_cancel_mid_stream_keeps_the_streamed_text_as_interrupted(
     agent.cancel(CancelCause("hook", "stop hook said so"))
     await agent.wait_idle()
     message = of_type(agent.session.events, "assistant/message")[0]
-    assert data(message)["content"] == [{"type": "text", "text": "Hal"}]
+    assert flat(message)["content"] == [{"type": "text", "text": "Hal"}]
     assert data(message)["interrupted"] is True
     assert message.source_event_seqs == tuple(
         e.seq for e in of_type(agent.session.events, "assistant/chunk")
@@ -202,11 +202,11 @@ async def test_parallel_calls_overlap_and_commit_in_model_order(
     echo.release.set()
     await agent.wait_idle()
     assert echo.max_running == 3
-    results = [data(e)["callId"] for e in of_type(agent.session.events, "tool/result")]
+    results = [flat(e)["callId"] for e in of_type(agent.session.events, "tool/result")]
     assert results == ["c0", "c1", "c2", "c3"]
     for result in of_type(agent.session.events, "tool/result"):
         (call_seq,) = result.source_event_seqs or ()
-        assert data(agent.session.events[call_seq])["callId"] == data(result)["callId"]
+        assert data(agent.session.events[call_seq])["callId"] == flat(result)["callId"]
 
 
 async def test_an_unsafe_call_runs_alone_as_a_barrier(make_loop: MakeLoop, echo: EchoTool) -> None:

@@ -32,6 +32,7 @@ from loop_support import (
     MemoryPersistence,
     data,
     echo_args,
+    flat,
     kinds,
     of_type,
 )
@@ -109,7 +110,7 @@ async def test_a_failed_flush_before_a_tool_body_runs_nothing(
     agent.followup("go")
     await agent.wait_idle()
     assert echo.calls == []
-    results = {data(e)["callId"]: data(e) for e in of_type(agent.session.events, "tool/result")}
+    results = {flat(e)["callId"]: flat(e) for e in of_type(agent.session.events, "tool/result")}
     assert results["c1"]["error"]["code"] == "CHECKPOINT_FAILED"
     assert results["c2"]["error"]["code"] == "CHECKPOINT_FAILED"
     assert data(agent.session.events[-1])["reason"]["error"]["code"] == "CHECKPOINT_FAILED"
@@ -477,7 +478,7 @@ async def test_a_checkpoint_policy_that_raises_fails_the_tool_closed(make_loop: 
     await agent.wait_idle()
     result = of_type(agent.session.events, "tool/result")[0]
     assert data(result)["error"]["code"] == "CHECKPOINT_FAILED"
-    assert "policy bug" in data(result)["content"][0]["text"]
+    assert "policy bug" in flat(result)["content"][0]["text"]
     assert data(agent.session.events[-1])["reason"]["error"]["code"] == "CHECKPOINT_FAILED"
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+
 from dsh_agent_loop import request_from_log
 from dsh_llm import TextBlock, ToolResultMessage, Usage, UsageChunk, UserMessage
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from dsh_session import encode_header_line
-from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, kinds, of_type
+from loop_support import OPTIONS, EchoTool, MakeLoop, data, echo_args, flat, kinds, of_type
 
 
 async def test_a_simple_turn_logs_its_events_in_order(make_loop: MakeLoop) -> None:
@@ -28,10 +30,15 @@ async def test_a_simple_turn_logs_its_events_in_order(make_loop: MakeLoop) -> No
         "turn/end",
     ]
     assert data(events[0]) == {"turn": 1}  # no trigger: a restore would drop it (issue 13)
-    assert data(of_type(events, "user/message")[0]) == {
+    user = data(of_type(events, "user/message")[0])
+    assert user == {  # the identified shape the harness writes since 2026-07-28, in its key order
         "content": [{"type": "text", "text": "hi"}],
         "source": {"kind": "user"},
+        "role": "user",
+        "id": user["id"],
     }
+    assert list(user) == ["content", "source", "role", "id"]
+    assert uuid.UUID(user["id"]).version == 4
     header = data(of_type(events, "request/header")[0])
     assert header["reason"] == "initial"
     assert header["header"]["config"] == {"provider": "scripted", "model": "demo"}
@@ -41,9 +48,21 @@ async def test_a_simple_turn_logs_its_events_in_order(make_loop: MakeLoop) -> No
     message = of_type(events, "assistant/message")[0]
     chunk_seqs = [e.seq for e in of_type(events, "assistant/chunk")]
     assert message.source_event_seqs == tuple(chunk_seqs)
-    assert data(message)["content"] == [{"type": "text", "text": "Hello there."}]
-    assert data(message)["provenance"] == {"provider": "scripted", "model": "demo"}
-    assert data(message)["usage"] == {"inputTokens": 10, "outputTokens": 12}
+    wrapped = data(message)["message"]
+    assert data(message) == {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Hello there."}],
+            "source": {"kind": "model", "provider": "scripted", "model": "demo"},
+            "id": wrapped["id"],
+        },
+        "usage": {"inputTokens": 10, "outputTokens": 12},
+    }
+    assert list(wrapped) == ["role", "content", "source", "id"]
+    assert uuid.UUID(wrapped["id"]).version == 4
+    assert wrapped["id"] != user["id"]
     assert data(events[-1]) == {"turn": 1, "reason": {"kind": "completed"}}
     assert [m.to_wire() for m in agent.session.derive_messages()][1]["content"] == [
         {"type": "text", "text": "Hello there."}
@@ -86,13 +105,25 @@ async def test_a_tool_round_trip_takes_two_steps_and_one_header(
         "name": "echo",
         "arguments": echo_args("ping"),
     }
+    message = data(result)["message"]
     assert data(result) == {
         "turn": 1,
         "step": 1,
-        "callId": "c1",
-        "content": [{"type": "text", "text": "echo: ping"}],
-        "isError": False,
+        "message": {
+            "source": {"kind": "tool", "callId": "c1"},
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "content": [{"type": "text", "text": "echo: ping"}],
+                    "isError": False,
+                }
+            ],
+            "role": "user",
+            "id": message["id"],
+        },
     }
+    assert list(message) == ["source", "content", "role", "id"]
     assert result.source_event_seqs == (call.seq,)
     assert echo.calls == ["ping"]
     second = model.requests[1]
@@ -175,7 +206,7 @@ async def test_max_tokens_ends_the_turn_without_running_tools(
     assert data(agent.session.events[-1])["reason"] == {"kind": "max-tokens"}
     result = of_type(agent.session.events, "tool/result")[0]
     assert data(result)["error"]["code"] == "TRUNCATED_TOOL_CALL"
-    assert data(result)["isError"] is True
+    assert flat(result)["isError"] is True
 
 
 async def test_an_empty_completion_is_logged_but_not_derived(make_loop: MakeLoop) -> None:
@@ -188,7 +219,7 @@ async def test_an_empty_completion_is_logged_but_not_derived(make_loop: MakeLoop
     await agent.wait_idle()
     messages = of_type(agent.session.events, "assistant/message")
     assert len(messages) == 1
-    assert data(messages[0])["content"] == []
+    assert flat(messages[0])["content"] == []
     assert len(agent.session.derive_messages()) == 1  # the user message only
     agent.followup("and now?")
     await agent.wait_idle()

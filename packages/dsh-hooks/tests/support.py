@@ -28,7 +28,7 @@ from dsh_agent import (
 )
 from dsh_hooks import HookRunner, HooksConfig
 from dsh_llm import UserMessage
-from dsh_session import Session, SessionHeader
+from dsh_session import Session, SessionHeader, assistant_message_data
 from dsh_shell import (
     CollectedOutput,
     ShellExecRequest,
@@ -146,12 +146,9 @@ class FakeAgent:
         self.session.append("turn/end", {"turn": self.turn, "reason": {"kind": "completed"}})
 
     def answer(self, text: str) -> None:
-        data = {
-            "turn": self.turn,
-            "step": 1,
-            "content": [{"type": "text", "text": text}],
-            "provenance": {"provider": "p", "model": "m"},
-        }
+        data = assistant_message_data(  # the identified shape the loop writes
+            self.turn, 1, [{"type": "text", "text": text}], {"provider": "p", "model": "m"}
+        )
         self.session.append("assistant/message", data)
 
     def events(self, prefix: str) -> list[dict[str, Any]]:

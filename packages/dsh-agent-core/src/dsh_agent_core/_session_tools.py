@@ -16,7 +16,7 @@ from dsh_agent import CancelCause
 from dsh_agent_core._errors import ChildWorkspaceError
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_loop import LoopAgent
-from dsh_session import SessionEvent
+from dsh_session import SessionEvent, message_parts
 from dsh_tools import ToolDefinition, ToolError, ToolExecution
 
 __all__ = [
@@ -183,7 +183,8 @@ def _final_text(events: Sequence[SessionEvent], turn: int) -> str:
         data = _data(event)
         if data.get("turn") != turn or data.get("interrupted"):
             continue
-        blocks = data.get("content") or []
+        parts = message_parts(event.type, data)  # either message shape
+        blocks = [] if parts is None else parts.content
         return "".join(
             b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
         )

@@ -229,7 +229,7 @@ class AgentLoop:
         handle = await persistence.open(session_id, "write")
         try:
             events = list(await handle.read(0))
-            closers = interrupted_turn_closers(events, shape="flat")  # the shape the loop writes
+            closers = interrupted_turn_closers(events)  # the identified shape the loop writes
             if closers:
                 await handle.append(closers)
             session = Session(

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 from dsh_agent_loop._errors import CheckpointError
 from dsh_llm import ToolCallBlock
-from dsh_session import Session
+from dsh_session import Session, tool_result_data
 from dsh_tools import (
     Approver,
     ToolAbortedError,
@@ -91,12 +90,16 @@ class ToolBatch:
         self._call_seqs[index] = event.seq
 
     def _log_result(self, index: int, result: ToolResult) -> None:
-        data: dict[str, Any] = {
-            "turn": self._turn,
-            "step": self._step,
-            "callId": self._calls[index].id,
-            **result.to_durable(),
-        }
+        durable = result.to_durable()
+        data = tool_result_data(
+            self._turn,
+            self._step,
+            self._calls[index].id,
+            durable["content"],
+            is_error=durable["isError"],
+            error=durable.get("error"),
+            meta=durable.get("meta"),
+        )
         call_seq = self._call_seqs[index]
         assert call_seq is not None, "a result is only logged after its call"
         self._session.append("tool/result", data, source_event_seqs=[call_seq])

@@ -36,7 +36,7 @@ from dsh_agent_loop._runtime import Runtime
 from dsh_agent_loop._stream import Attempt, stream_attempt
 from dsh_agent_loop._tools import ToolBatch, skipped_result
 from dsh_llm import LlmFailure, Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
-from dsh_session import Session
+from dsh_session import Session, assistant_message_data, user_message_data
 from dsh_tools import Allow, Deny, ToolCaller, ToolExecution, ToolOutputListener
 
 __all__ = ["ModelFailedError", "TurnAgent", "run_turn"]
@@ -74,13 +74,11 @@ class TurnAgent(Agent, ToolCaller, Protocol):
 
 
 def _user_message_data(message: UserMessage) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "content": [block.to_wire() for block in message.content],
-        "source": message.source.to_wire(),
-    }
-    if message.id is not None:
-        data["id"] = message.id
-    return data
+    """The identified ``user/message`` data the harness writes (a fresh id when the message
+    has none yet)."""
+    return user_message_data(
+        [block.to_wire() for block in message.content], message.source.to_wire(), id=message.id
+    )
 
 
 def error_reason(error: BaseException) -> dict[str, Any]:
@@ -145,13 +143,14 @@ def _log_interrupted(session: Session, attempt: Attempt) -> None:
     if not content:
         return
     message = attempt.message()
-    data: dict[str, Any] = {
-        "turn": attempt.turn,
-        "step": attempt.step,
-        "content": content,
-        "provenance": attempt.provenance(message),
-        "interrupted": True,
-    }
+    data = assistant_message_data(
+        attempt.turn,
+        attempt.step,
+        content,
+        attempt.provenance(message),
+        interrupted=True,
+        usage=None if attempt.usage is None else attempt.usage.usage.to_wire(),
+    )
     session.append("assistant/message", data, source_event_seqs=attempt.seqs)
 
 
@@ -191,18 +190,17 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
                 continue
             raise ModelFailedError(failure)
         message = attempt.message()
-        data: dict[str, Any] = {
-            "turn": turn,
-            "step": step,
-            "content": [
+        data = assistant_message_data(
+            turn,
+            step,
+            [
                 block.to_wire()
                 for block in message.content
                 if not (isinstance(block, TextBlock | ReasoningBlock) and not block.text)
             ],
-            "provenance": attempt.provenance(message),
-        }
-        if attempt.usage is not None:
-            data["usage"] = attempt.usage.usage.to_wire()
+            attempt.provenance(message),
+            usage=None if attempt.usage is None else attempt.usage.usage.to_wire(),
+        )
         # no ``usage`` here says the server reported none (format v0 has no other way to say
         # it: the TypeScript harness refuses an event type outside its frozen inventory)
         session.append("assistant/message", data, source_event_seqs=attempt.seqs)

@@ -31,7 +31,7 @@ from dsh_compaction._summary import (
     checkpoint_content,
 )
 from dsh_llm import Message
-from dsh_session import Session, project_message
+from dsh_session import Session, project_message, user_message_data
 
 _log = logging.getLogger("dsh_compaction")
 
@@ -235,10 +235,7 @@ async def run_compaction(
         summary_event = session.append("compaction/summary", record)
         checkpoint = session.append(
             "user/message",
-            {
-                "content": content,  # type: ignore[dict-item]
-                "source": {"kind": "plugin", "plugin": CHECKPOINT_PLUGIN, **ids},
-            },
+            user_message_data(content, {"kind": "plugin", "plugin": CHECKPOINT_PLUGIN, **ids}),
             surface_op={"op": "replace", "start": shadowed[0], "end": shadowed[-1]},
             source_event_seqs=[start.seq, summary_event.seq, *shadowed],
         )

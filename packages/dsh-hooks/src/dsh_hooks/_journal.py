@@ -14,7 +14,7 @@ import weakref
 from typing import Any
 
 from dsh_hooks._output import HookOutput
-from dsh_session import Session
+from dsh_session import Session, message_parts
 
 __all__ = ["TurnTracker", "append_hook_pair", "last_assistant_text"]
 
@@ -59,10 +59,10 @@ def last_assistant_text(session: Session) -> str | None:
         if event.type == "turn/start":
             return None
         if event.type == "assistant/message":
-            data: Any = event.data
-            content = data.get("content") if isinstance(data, dict) else None
-            if not isinstance(content, list):
+            parts = message_parts(event.type, event.data)  # either message shape
+            if parts is None:
                 return None
+            content = parts.content
             return "".join(
                 block.get("text", "")
                 for block in content

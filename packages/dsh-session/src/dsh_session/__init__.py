@@ -88,6 +88,14 @@ from dsh_session._legacy import (
     project_stored_event,
     project_stored_events,
 )
+from dsh_session._messages import (
+    MessageParts,
+    assistant_message_data,
+    message_parts,
+    new_message_id,
+    tool_result_data,
+    user_message_data,
+)
 from dsh_session._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -144,6 +152,7 @@ __all__ = [
     "HookResultEvent",
     "JsonValue",
     "LosslessJsonError",
+    "MessageParts",
     "OpaqueEvent",
     "Replacement",
     "RequestContextData",
@@ -177,6 +186,7 @@ __all__ = [
     "UnsupportedFormatVersionError",
     "UserMessageData",
     "UserMessageEvent",
+    "assistant_message_data",
     "check_event",
     "check_generation_event",
     "decode_event",
@@ -204,9 +214,13 @@ __all__ = [
     "legacy_message_id",
     "lossless_json_snapshot",
     "make_event",
+    "message_parts",
+    "new_message_id",
     "open_turn_at",
     "project_message",
     "project_stored_event",
     "project_stored_events",
     "row_last_seq",
+    "tool_result_data",
+    "user_message_data",
 ]

@@ -122,6 +122,8 @@ def _text_of(content: Any) -> str:
 
 def final_answer(events: Iterable[SessionEvent], turn: Any) -> str:
     """The text of the last assistant message of ``turn`` (``""`` when it wrote none)."""
+    from dsh_session import message_parts  # here: dsh --help imports no session model
+
     answer = ""
     for event in events:
         data: Any = event.data
@@ -129,10 +131,8 @@ def final_answer(events: Iterable[SessionEvent], turn: Any) -> str:
             continue
         if data.get("turn") != turn:
             continue
-        content = data.get("content")
-        if content is None and isinstance(data.get("message"), dict):
-            content = data["message"].get("content")
-        answer = _text_of(content)
+        parts = message_parts(event.type, data)  # either message shape
+        answer = _text_of(None if parts is None else parts.content)
     return answer
 
 

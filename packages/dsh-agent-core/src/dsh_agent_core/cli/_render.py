@@ -22,7 +22,7 @@ from rich.text import Text
 
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._transcript import reason_text
-from dsh_session import SessionEvent
+from dsh_session import SessionEvent, message_parts
 
 __all__ = ["DIFF_LINES", "Activity", "LiveOutput", "MarkdownPrinter", "call_line", "edit_diff"]
 
@@ -342,7 +342,10 @@ class MarkdownPrinter:
                 )
 
     def _result(self, data: dict[str, Any]) -> None:
-        content = data.get("content")
+        parts = message_parts("tool/result", data)  # either message shape
+        content: Any = None if parts is None else parts.result
+        if isinstance(data.get("content"), str):
+            content = data["content"]
         text = ""
         if isinstance(content, str):
             text = content
@@ -352,7 +355,7 @@ class MarkdownPrinter:
         shown = lines[:RESULT_LINES]
         if len(lines) > RESULT_LINES:
             shown.append(f"… ({len(lines) - RESULT_LINES} more lines)")
-        style = "red" if data.get("isError") else "dim"
+        style = "red" if parts is not None and parts.is_error else "dim"
         for i, line in enumerate(shown):
             prefix = "  ⎿ " if i == 0 else "    "
             self._console.print(Text(prefix + terminal_text(line, one_line=True), style=style))

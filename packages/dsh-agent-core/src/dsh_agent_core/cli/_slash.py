@@ -21,7 +21,7 @@ from dsh_agent_core.cli._render import edit_diff
 from dsh_agent_core.cli._session_ids import resolve_session_id
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._usage import totals_text
-from dsh_session import encode_event, encode_header_line
+from dsh_session import encode_event, encode_header_line, message_parts
 from dsh_shell import SANDBOX_MODES
 
 __all__ = ["SLASH_COMMANDS", "SlashContext", "run_slash"]
@@ -227,11 +227,11 @@ def _export_target(args: str, cwd: str, session_id: str) -> Path:
 
 async def _diff(context: SlashContext, args: str) -> str:
     events = context.session.agent.session.events
-    failed = {
-        e.data.get("callId")
-        for e in events
-        if e.type == "tool/result" and isinstance(e.data, dict) and e.data.get("isError")
-    }
+    failed = set()
+    for e in events:
+        parts = message_parts(e.type, e.data) if e.type == "tool/result" else None
+        if parts is not None and parts.is_error:
+            failed.add(parts.call_id)
     shown = 0
     for event in events:
         data: Any = event.data

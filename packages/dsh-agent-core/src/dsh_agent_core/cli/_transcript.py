@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from dsh_agent_core.cli._terminal import terminal_text_of as _text
-from dsh_session import SessionEvent, SessionHeader
+from dsh_session import SessionEvent, SessionHeader, message_parts
 
 __all__ = ["LivePrinter", "reason_text", "render_transcript"]
 
@@ -65,16 +65,9 @@ def _developer_text(message: dict[str, Any]) -> str:
 
 
 def _result_lines(data: dict[str, Any]) -> tuple[str, bool]:
-    content = data.get("content")
-    is_error = bool(data.get("isError"))
-    message = data.get("message")
-    if content is None and isinstance(message, dict) and message.get("role") == "tool":
-        # a v4 log's tool result: the blocks are the message's own (no tool-result wrapper)
-        content, is_error = message.get("content"), bool(message.get("isError"))
-    elif content is None and isinstance(message, dict):
-        blocks = message.get("content") or [{}]
-        first = blocks[0] if isinstance(blocks[0], dict) else {}
-        content, is_error = first.get("content"), bool(first.get("isError"))
+    parts = message_parts("tool/result", data)  # either message shape
+    content = None if parts is None else parts.result
+    is_error = parts is not None and bool(parts.is_error)
     text = _texts(content).rstrip("\n") or "(no output)"
     lines = text.split("\n")  # not splitlines(): \r, \x85 and the like are shown, not lines
     if len(lines) > _RESULT_LINES:
@@ -193,7 +186,8 @@ class LivePrinter:
             elif chunk.get("type") == "block-end":
                 self._end_block()
         elif kind == "assistant/message":
-            content = data.get("content") if isinstance(data, dict) else None
+            parts = message_parts(kind, data)  # either message shape
+            content = None if parts is None else parts.content
             calls = any(
                 isinstance(block, dict) and block.get("type") == "tool-call"
                 for block in content or ()
@@ -255,11 +249,12 @@ def render_transcript(
                 if source.get("kind") == "user"
                 else f"[{source.get('plugin') or source.get('kind')}]"
             )
-            console.print(_text(f"{who}: ", "bold green") + _text(_texts(data.get("content"))))
+            parts = message_parts(kind, data)
+            text = _texts(None if parts is None else parts.content)
+            console.print(_text(f"{who}: ", "bold green") + _text(text))
         elif kind == "assistant/message":
-            content = data.get("content")
-            if content is None and isinstance(data.get("message"), dict):
-                content = data["message"].get("content")
+            parts = message_parts(kind, data)  # either message shape
+            content = None if parts is None else parts.content
             reasoning = _texts(content, "reasoning")
             if reasoning:
                 console.print(_text(reasoning, "dim italic"))

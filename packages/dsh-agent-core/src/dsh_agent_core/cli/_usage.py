@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_agent_core._catalog import ModelPrices
-from dsh_session import SessionEvent
+from dsh_session import SessionEvent, message_parts
 
 __all__ = ["PricesOf", "UsageTotals", "session_totals", "totals_text", "turn_line", "turn_totals"]
 
@@ -49,7 +49,8 @@ class UsageTotals:
     def add(self, data: dict[str, Any], prices_of: PricesOf) -> None:
         """Count one ``assistant/message`` (its ``data``)."""
         self.calls += 1
-        provenance = data.get("provenance")
+        parts = message_parts("assistant/message", data)  # either message shape
+        provenance = None if parts is None else parts.source
         route = None
         if isinstance(provenance, dict):
             provider, model = provenance.get("provider"), provenance.get("model")

@@ -1,0 +1,8 @@
+"""The integration tests import their helper modules (``shapes.py``) from this directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
