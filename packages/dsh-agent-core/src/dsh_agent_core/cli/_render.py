@@ -10,8 +10,6 @@ Everything shown comes from a model or a tool, so everything goes through the sa
 from __future__ import annotations
 
 import contextlib
-import difflib
-import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,14 +18,13 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from dsh_agent_core.cli._calls import DIFF_LINES, call_line, edit_diff, one_line
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._transcript import reason_text
 from dsh_session import SessionEvent, message_parts
 
 __all__ = ["DIFF_LINES", "Activity", "LiveOutput", "MarkdownPrinter", "call_line", "edit_diff"]
 
-DIFF_LINES = 40
-"""The most lines of a diff shown on the terminal (the whole edit stays in the log)."""
 REASONING_LINES = 8
 """The most lines of one reasoning block shown (dimmed); the rest stays in the log."""
 RESULT_LINES = 6
@@ -38,66 +35,6 @@ LIVE_LINE_CHARS = 400
 """The most characters of one live line kept (a line without an end is cut there)."""
 REASONING_KEPT_CHARS = 64 * 1024
 """The most characters of the latest reasoning block kept for Ctrl-O (the log has it all)."""
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) and raw else {}
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _one_line(value: Any, limit: int = 160) -> str:
-    text = terminal_text(str(value), one_line=True)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def call_line(name: str, raw_arguments: Any) -> str:
-    """One readable line for a tool call: ``bash: <command>``, ``read: <path> (lines a–b)``,
-    ``edit: <path>``, ``write: <path> (N lines)``, else the name and its arguments in brief."""
-    args = _arguments(raw_arguments)
-    path = args.get("file_path") or args.get("path")
-    if name == "bash" and "command" in args:
-        return f"bash: {_one_line(args['command'])}"
-    if name == "read" and path:
-        offset, limit = args.get("offset"), args.get("limit")
-        if isinstance(offset, int) or isinstance(limit, int):
-            first = offset if isinstance(offset, int) else 1
-            last = f"{first + limit - 1}" if isinstance(limit, int) else "end"
-            return f"read: {_one_line(path)} (lines {first}–{last})"
-        return f"read: {_one_line(path)}"
-    if name == "edit" and path:
-        return f"edit: {_one_line(path)}"
-    if name == "write" and path:
-        content = args.get("content")
-        lines = len(content.splitlines()) if isinstance(content, str) else 0
-        return f"write: {_one_line(path)} ({lines} lines)"
-    if name in ("grep", "glob") and "pattern" in args:
-        where = f" in {_one_line(path, 80)}" if path else ""
-        return f"{name}: {_one_line(args['pattern'], 100)}{where}"
-    brief = ", ".join(f"{key}={_one_line(value, 60)}" for key, value in args.items())
-    return f"{_one_line(name, 60)}({_one_line(brief, 140)})"
-
-
-def edit_diff(name: str, raw_arguments: Any, limit: int = DIFF_LINES) -> list[str]:
-    """The unified diff an ``edit`` (old → new text) or a ``write`` (its new content, as
-    added lines) makes, at most ``limit`` lines with a note of what was left out."""
-    args = _arguments(raw_arguments)
-    path = str(args.get("file_path") or "")
-    if name == "edit" and isinstance(args.get("old_string"), str):
-        old = str(args["old_string"]).splitlines()
-        new = str(args.get("new_string", "")).splitlines()
-    elif name == "write" and isinstance(args.get("content"), str):
-        old, new = [], str(args["content"]).splitlines()
-    else:
-        return []
-    lines = list(difflib.unified_diff(old, new, f"a/{path}", f"b/{path}", lineterm="", n=2))
-    if len(lines) > limit:
-        lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines in the log)"]
-    return [terminal_text(line, one_line=True) for line in lines]
 
 
 def _diff_style(line: str) -> str:
@@ -320,7 +257,7 @@ class MarkdownPrinter:
             self._console.print(
                 Text(
                     f"retrying in {data.get('delayMs')} ms after {failure.get('code')}: "
-                    f"{_one_line(failure.get('message'), 200)}",
+                    f"{one_line(failure.get('message'), 200)}",
                     style="yellow",
                 )
             )
@@ -328,7 +265,7 @@ class MarkdownPrinter:
             self.activity.set("compacting")
             self._console.print(Text("compacting the conversation…", style="dim"))
         elif kind == "compaction/end" and data.get("error"):
-            self._console.print(Text(f"compaction failed: {_one_line(data['error'])}", "yellow"))
+            self._console.print(Text(f"compaction failed: {one_line(data['error'])}", "yellow"))
         elif kind == "turn/end":
             self._end_reasoning()
             self._flush_text()

@@ -18,6 +18,7 @@ __all__ = [
     "UnknownSessionIdError",
     "latest_session_here",
     "resolve_session_id",
+    "sessions_here",
     "short_ids",
 ]
 
@@ -115,24 +116,28 @@ def _shared_length(a: str, b: str) -> int:
 
 
 async def latest_session_here(persistence: SessionPersistence, cwd: str) -> str:
-    """The id of the most recently updated stored top-level session whose cwd is ``cwd``
-    (compared as real paths; a delegated child is never continued on its own). Raises
-    :class:`NoSessionHereError` when there is none."""
+    """The id of the most recently updated stored session of ``cwd`` (see
+    :func:`sessions_here`). Raises :class:`NoSessionHereError` when there is none."""
     return _latest_in(await persistence.list(), cwd)
 
 
 def _latest_in(snapshots: Iterable[SessionSnapshot], cwd: str) -> str:
+    recent = sessions_here(snapshots, cwd)
+    if not recent:
+        raise NoSessionHereError(os.path.realpath(cwd))
+    return recent[0].id
+
+
+def sessions_here(snapshots: Iterable[SessionSnapshot], cwd: str) -> list[SessionSnapshot]:
+    """The stored sessions whose cwd is ``cwd`` (compared as real paths), most recently updated
+    first; a delegated child (``origin`` ``subagent``) is left out: it is never continued or
+    picked on its own."""
     here = os.path.realpath(cwd)
-    found: tuple[int, str] | None = None
-    for snapshot in snapshots:
-        header = snapshot.header
-        if header.parent_session is not None or header.cwd is None:
-            continue
-        if os.path.realpath(header.cwd) != here:
-            continue
-        key = (snapshot.updated_at or 0, snapshot.id)
-        if found is None or key > found:
-            found = key
-    if found is None:
-        raise NoSessionHereError(here)
-    return found[1]
+    found = [
+        snapshot
+        for snapshot in snapshots
+        if snapshot.header.origin != "subagent"
+        and snapshot.header.cwd is not None
+        and os.path.realpath(snapshot.header.cwd) == here
+    ]
+    return sorted(found, key=lambda s: (s.updated_at or 0, s.id), reverse=True)

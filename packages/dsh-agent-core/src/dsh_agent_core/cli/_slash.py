@@ -18,7 +18,7 @@ from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
 from dsh_agent_core._permissions import pin_permissions, sandbox_mode_of
 from dsh_agent_core.cli._render import edit_diff
-from dsh_agent_core.cli._session_ids import resolve_session_id
+from dsh_agent_core.cli._session_ids import resolve_session_id, sessions_here
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._usage import totals_text
 from dsh_session import encode_event, encode_header_line, message_parts
@@ -145,13 +145,8 @@ async def _compact(context: SlashContext, args: str) -> str:
 
 
 async def _recent_here(context: SlashContext) -> list[Any]:
-    here = context.session.cwd  # a real path
-    found = [
-        s
-        for s in await context.session.harness.sessions()
-        if s.header.cwd == here and s.header.origin != "subagent"  # as -c: no delegated child
-    ]
-    return sorted(found, key=lambda s: s.updated_at or 0, reverse=True)[:10]
+    snapshots = await context.session.harness.sessions()
+    return sessions_here(snapshots, context.session.cwd)[:10]
 
 
 async def _resume(context: SlashContext, args: str) -> str:

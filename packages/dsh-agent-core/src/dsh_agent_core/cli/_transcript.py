@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from rich.console import Console
 
+from dsh_agent_core.cli._calls import call_line
 from dsh_agent_core.cli._terminal import terminal_text_of as _text
 from dsh_session import SessionEvent, SessionHeader, message_parts
 
@@ -42,16 +42,6 @@ def reason_text(reason: Any) -> str:
         error: dict[str, Any] = reason["error"] if isinstance(reason.get("error"), dict) else {}
         return f"error {error.get('code', '?')}: {error.get('message', '')}"
     return kind
-
-
-def _call_summary(name: str, arguments: str) -> str:
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return f"{name}({arguments[:200]})"
-    if isinstance(parsed, dict) and isinstance(parsed.get("command"), str):
-        return f"{name}: {parsed['command']}"
-    return f"{name}({json.dumps(parsed, ensure_ascii=False)[:200]})"
 
 
 def _developer_text(message: dict[str, Any]) -> str:
@@ -196,7 +186,7 @@ class LivePrinter:
         elif kind == "tool/call":
             self._flush(final=False)
             self._newline()
-            summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
+            summary = call_line(str(data.get("name")), data.get("arguments", ""), limit=4000)
             self._tools.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(self._tools, data)
@@ -263,7 +253,7 @@ def render_transcript(
                 label = "assistant (interrupted): " if data.get("interrupted") else "assistant: "
                 console.print(_text(label, "bold magenta") + _text(text))
         elif kind == "tool/call":
-            summary = _call_summary(str(data.get("name")), str(data.get("arguments", "")))
+            summary = call_line(str(data.get("name")), data.get("arguments", ""), limit=4000)
             console.print(_text(f"⏺ {summary}", "cyan"))
         elif kind == "tool/result":
             _print_result(console, data)
