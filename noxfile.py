@@ -264,6 +264,7 @@ def architecture(session: nox.Session) -> None:
     session.install("pytest>=8.3", "pytest-asyncio>=0.24", "hypothesis>=6.100")
     session.chdir(ROOT)
     session.run("python", "tools/check_architecture.py")
+    session.run("python", "tools/architecture_page.py", "--check")
     session.run("pytest", "tools/tests")
 
 

@@ -47,7 +47,6 @@ IMPLEMENTATIONS = frozenset(
         "dsh-tool-bash",
         "dsh-agent-loop",
         "dsh-model-openai",
-        # planned (docs/concepts/architecture.md): known here so their roles are checked
         "dsh-persistence-postgres",
         "dsh-hooks",
         "dsh-compaction",
