@@ -582,7 +582,7 @@ class Harness:
             delegation_depth=depth,
             agent_preset=preset,
         )
-        if parent is not None:  # a child runs in its parent's mode and never asks (§4.2)
+        if parent is not None:  # a child runs in its parent's mode and never asks
             mode = logged_sandbox_mode(parent.session) or self.config.sandbox.mode
             pin_permissions(agent.session, mode, "never", delegated=True)
         else:

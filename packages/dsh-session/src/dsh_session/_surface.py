@@ -1,4 +1,4 @@
-"""The surface (reference §1.5): the ordered event seqs the model sees, with append and replace.
+"""The surface: the ordered event seqs the model sees, with append and replace.
 
 Validation is plan-then-commit: :func:`plan_surface` checks an event against the current state and
 returns a plan, or raises; :meth:`SurfaceState.commit` applies a plan. A refused event leaves the
@@ -129,7 +129,7 @@ def plan_surface(
     """Check ``event``'s surface transition against ``state``; ``None`` for a non-surface event.
 
     ``events`` is the log so far (to look shadowed nodes up by seq). Raises
-    :class:`SessionValidationError` (code ``SURFACE``) on any rule of reference §1.5.
+    :class:`SessionValidationError` (code ``SURFACE``) on any rule of the surface.
     """
     wire = event.to_wire()
     if event.type not in SURFACE_EVENT_TYPES:
