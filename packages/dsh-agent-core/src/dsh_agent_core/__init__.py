@@ -90,7 +90,7 @@ if TYPE_CHECKING:
         SessionStatusTool,
     )
     from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
-    from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
+    from dsh_agent_core._skills import Skill, SkillCatalog, SkillFileError, discover_skills
     from dsh_agent_core._status import SessionStatus, SessionStatusRow
     from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
     from dsh_agent_core._titles import FallbackTitles, fallback_title
@@ -141,6 +141,7 @@ __all__ = [
     "SessionStatusTool",
     "Skill",
     "SkillCatalog",
+    "SkillFileError",
     "SkillsConfig",
     "SystemPrompt",
     "SystemPromptSource",
@@ -222,6 +223,7 @@ _HOMES: dict[str, str] = {
     "shutdown_on_signals": "_signals",
     "Skill": "_skills",
     "SkillCatalog": "_skills",
+    "SkillFileError": "_skills",
     "discover_skills": "_skills",
     "SessionStatus": "_status",
     "SessionStatusRow": "_status",
