@@ -227,6 +227,24 @@ def bare(session: nox.Session) -> None:
     session.run("python", str(ROOT / "tools" / "check_bare_install.py"))
 
 
+PATHSPEC_RANGE = {"lowest": "pathspec==0.12.1", "highest": "pathspec>=1.1,<1.2"}
+"""Both ends of the pathspec range dsh-tool-fs allows (its gitignore matcher reads the regexes
+pathspec generates, which are not pathspec's public API)."""
+
+
+@nox.session(python=None)
+@nox.parametrize("end", list(PATHSPEC_RANGE), ids=list(PATHSPEC_RANGE))
+def pathspec(session: nox.Session, end: str) -> None:
+    """dsh-tool-fs's gitignore matcher and file search on each end of its pathspec range."""
+    _ensure_built(session, _closure("dsh-tool-fs"))
+    _install_from_dist(
+        session, _pinned("dsh-tool-fs"), *_test_group("dsh-tool-fs"), PATHSPEC_RANGE[end]
+    )
+    session.chdir(ROOT)
+    tests = ("test_ignore_rules.py", "test_search.py", "test_search_bounds.py")
+    session.run("pytest", *(f"packages/dsh-tool-fs/tests/{t}" for t in tests), *session.posargs)
+
+
 @nox.session(python=None)
 def integration(session: nox.Session) -> None:
     """Tests that cross packages (tool-bash with bash-local, the loop with a backend, ...)."""
