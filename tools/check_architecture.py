@@ -13,7 +13,10 @@
   name`` names ``pkg.name`` when that is a module, else ``pkg``'s ``__init__``), never to the
   parents Python imports on the way;
 - every import in a package's source names the package itself, the standard library, or a
-  distribution the package declares (an optional extra counts only inside a `testing` module);
+  distribution the package declares. A distribution that comes only with an optional extra
+  (``dsh-agent-core[postgres]``) counts inside a `testing` module, or where its import does not
+  run when the module is imported (inside a function, or under ``if TYPE_CHECKING:``), so the
+  package imports without the extra;
 - a package's tests import only what the package and its test group declare;
 - every package has the lockstep version, and sibling requirements are compatible ranges that
   admit it.
@@ -44,7 +47,6 @@ IMPLEMENTATIONS = frozenset(
         "dsh-tool-bash",
         "dsh-agent-loop",
         "dsh-model-openai",
-        # planned (docs/concepts/architecture.md): known here so their roles are checked
         "dsh-persistence-postgres",
         "dsh-hooks",
         "dsh-compaction",
@@ -152,7 +154,8 @@ def _role_violations(pkg: Package, siblings: set[str]) -> list[str]:
             f"{name}: not a known distribution; add it to docs/concepts/architecture.md and "
             "this checker"
         ]
-    for dep in sorted(pkg.deps & siblings):
+    extra_deps = {_dist_name(r) for reqs in pkg.extras.values() for r in reqs}
+    for dep in sorted((pkg.deps | extra_deps) & siblings):
         if name in SEAMS and dep not in SEAMS:
             errors.append(f"{name}: a seam may depend only on seams, not on {dep}")
         elif name in IMPLEMENTATIONS and dep not in SEAMS | SHARED_IMPLEMENTATIONS:
@@ -352,7 +355,8 @@ def _version_violations(packages: dict[str, Package]) -> list[str]:
     major, minor = (int(x) for x in version.split(".")[:2])
     expected = f">={major}.{minor},<{major}.{minor + 1}"
     for pkg in packages.values():
-        for requirement in pkg.requires:
+        extras = [r for requirements in pkg.extras.values() for r in requirements]
+        for requirement in [*pkg.requires, *extras]:
             dep = _dist_name(requirement)
             if dep in packages:
                 spec = requirement[len(dep) :].replace(" ", "")
@@ -364,24 +368,50 @@ def _version_violations(packages: dict[str, Package]) -> list[str]:
     return errors
 
 
+def _extra_of(pkg: Package, dist: str) -> str | None:
+    """The first extra of ``pkg`` (by name) that brings ``dist``, or None."""
+    for extra, requirements in sorted(pkg.extras.items()):
+        if dist in {_dist_name(r) for r in requirements}:
+            return extra
+    return None
+
+
+def _runs_on_import(source: Path) -> set[int]:
+    """The lines of the imports that run when ``source`` is imported (not those inside a
+    function or under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+    return {node.lineno for node, type_only in _module_level_imports(tree) if not type_only}
+
+
 def _import_violations(pkg: Package, packages: dict[str, Package]) -> list[str]:
     errors: list[str] = []
     siblings = {p.import_name: p.name for p in packages.values()}
     extra_deps = {_dist_name(r) for reqs in pkg.extras.values() for r in reqs}
     test_deps = {_dist_name(r) for r in pkg.test_group}
     closure = _closure(pkg.name, packages)
+    for dep in extra_deps:
+        closure |= _closure(dep, packages)
 
     for source in sorted((pkg.path / "src").rglob("*.py")):
         in_testing = "testing" in source.relative_to(pkg.path / "src").parts or (
             source.stem == "testing"
         )
+        on_import = _runs_on_import(source)
         for line, module in _imports(source):
             dist = _dist_of_import(module, siblings)
             if dist is None or dist == pkg.name or dist in pkg.deps:
                 continue
-            if in_testing and dist in extra_deps:
-                continue
             rel = source.relative_to(pkg.path.parent.parent)
+            extra = _extra_of(pkg, dist)
+            if extra is not None and (in_testing or line not in on_import):
+                continue
+            if extra is not None:
+                errors.append(
+                    f"{rel}:{line}: imports {module!r} when the module is imported, but {dist} "
+                    f"comes only with {pkg.name}[{extra}]: import it where it is used (inside a "
+                    f"function), so {pkg.name} imports without the extra"
+                )
+                continue
             errors.append(
                 f"{rel}:{line}: imports {module!r} but {pkg.name} does not declare {dist}"
             )

@@ -24,6 +24,7 @@ def _load(name: str) -> ModuleType:
 
 arch = _load("check_architecture")
 bump = _load("bump_version")
+page = _load("architecture_page")
 
 
 def _package(root: Path, name: str, deps: list[str], source: str, test: str = "") -> None:
@@ -42,6 +43,37 @@ def _package(root: Path, name: str, deps: list[str], source: str, test: str = ""
 
 def test_the_repository_follows_the_rule() -> None:
     assert arch.check(ROOT) == []
+
+
+def test_the_architecture_page_is_written_from_the_pyprojects() -> None:
+    text = (ROOT / page.PAGE).read_text(encoding="utf-8")
+    assert page.render(ROOT, text) == text, "run python tools/architecture_page.py"
+
+
+def test_the_package_map_follows_a_changed_pyproject(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-llm", ["pydantic>=2"], "")
+    _package(tmp_path, "dsh-tool-mcp", ["dsh-llm>=0.1,<0.2", "mcp>=2"], "")
+    _package(tmp_path, "dsh-agent-core", ["dsh-llm>=0.1,<0.2", "click>=8"], "")
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1,<0.2")
+    text = (
+        "intro\n<!-- begin generated: layers -->\nold\n<!-- end generated: layers -->\n"
+        "<!-- begin generated: package-map -->\n<!-- end generated: package-map -->\noutro\n"
+    )
+    written = page.render(tmp_path, text)
+    assert written.startswith("intro\n")
+    assert written.endswith("outro\n")
+    rows = [line for line in written.splitlines() if line.startswith("| [`")]
+    assert [row.split("`")[1] for row in rows] == ["dsh-llm", "dsh-tool-mcp", "dsh-agent-core"]
+    assert rows[1].endswith("| implementation |  | dsh-llm, mcp |")
+    assert rows[2].endswith("| dsh-llm, click; extra `[mcp]`: dsh-tool-mcp |")
+    assert "│  dsh-tool-mcp" in written
+    assert "dsh-llm  ──► nothing" in written
+
+
+def test_a_page_without_a_generated_region_is_refused(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-llm", [], "")
+    with pytest.raises(SystemExit, match="no generated region for layers, package-map"):
+        page.render(tmp_path, "no regions here\n")
 
 
 def test_clean_fake_tree_passes(tmp_path: Path) -> None:
@@ -181,6 +213,51 @@ def test_one_way_imports_and_imports_inside_functions_are_no_cycle(tmp_path: Pat
         },
     )
     assert arch.check(tmp_path) == []
+
+
+def _with_extra(root: Path, name: str, extra: str, requirement: str) -> None:
+    """Give a fake package ``[project.optional-dependencies] extra = [requirement]``."""
+    pyproject = root / "packages" / name / "pyproject.toml"
+    text = pyproject.read_text().replace(
+        "[dependency-groups]",
+        f'[project.optional-dependencies]\n{extra} = ["{requirement}"]\n[dependency-groups]',
+    )
+    pyproject.write_text(text)
+
+
+def test_an_extra_imported_when_the_module_is_imported_fails(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(tmp_path, "dsh-agent-core", [], "import os\nimport dsh_tool_mcp\n")
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1,<0.2")
+    (error,) = arch.check(tmp_path)
+    assert (
+        "dsh_agent_core/__init__.py:2: imports 'dsh_tool_mcp' when the module is imported" in error
+    )
+    assert "dsh-tool-mcp comes only with dsh-agent-core[mcp]" in error
+
+
+def test_an_extra_imported_where_it_is_used_passes(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(
+        tmp_path,
+        "dsh-agent-core",
+        [],
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from dsh_tool_mcp import McpConfig\n"
+        "def servers() -> None:\n"
+        "    import dsh_tool_mcp\n",
+        test="import dsh_tool_mcp\n",
+    )
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1,<0.2")
+    assert arch.check(tmp_path) == []
+
+
+def test_an_extra_out_of_the_lockstep_range_is_reported(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-tool-mcp", [], "")
+    _package(tmp_path, "dsh-agent-core", [], "")
+    _with_extra(tmp_path, "dsh-agent-core", "mcp", "dsh-tool-mcp>=0.1")
+    assert any("must be 'dsh-tool-mcp>=0.1,<0.2'" in e for e in arch.check(tmp_path))
 
 
 def test_test_importing_an_undeclared_sibling_fails(tmp_path: Path) -> None:

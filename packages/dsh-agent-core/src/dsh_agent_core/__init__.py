@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         CONFIG_FILE_NAME,
         BashConfig,
         Config,
+        EnvRef,
         InstructionsConfig,
         LocalSkillsConfig,
         ModelConfig,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         ConfigError,
         DshError,
         HomeConflictError,
+        MissingExtraError,
         SandboxUnavailableError,
         UnknownPresetError,
     )
@@ -88,7 +90,7 @@ if TYPE_CHECKING:
         SessionStatusTool,
     )
     from dsh_agent_core._signals import SHUTDOWN_SIGNALS, shutdown_on_signals
-    from dsh_agent_core._skills import Skill, SkillCatalog, discover_skills
+    from dsh_agent_core._skills import Skill, SkillCatalog, SkillFileError, discover_skills
     from dsh_agent_core._status import SessionStatus, SessionStatusRow
     from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
     from dsh_agent_core._titles import FallbackTitles, fallback_title
@@ -110,6 +112,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DshError",
+    "EnvRef",
     "FallbackTitles",
     "Harness",
     "HomeConflictError",
@@ -117,6 +120,7 @@ __all__ = [
     "InstructionsConfig",
     "LoadedInstructions",
     "LocalSkillsConfig",
+    "MissingExtraError",
     "ModelConfig",
     "ModelFacts",
     "ModelPrices",
@@ -137,6 +141,7 @@ __all__ = [
     "SessionStatusTool",
     "Skill",
     "SkillCatalog",
+    "SkillFileError",
     "SkillsConfig",
     "SystemPrompt",
     "SystemPromptSource",
@@ -178,6 +183,7 @@ _HOMES: dict[str, str] = {
     "PersistenceConfig": "_config",
     "PresetConfig": "_config",
     "ProviderConfig": "_config",
+    "EnvRef": "_config",
     "SkillsConfig": "_config",
     "SystemPrompt": "_config",
     "load_config": "_config",
@@ -187,6 +193,7 @@ _HOMES: dict[str, str] = {
     "ConfigError": "_errors",
     "DshError": "_errors",
     "HomeConflictError": "_errors",
+    "MissingExtraError": "_errors",
     "SandboxUnavailableError": "_errors",
     "UnknownPresetError": "_errors",
     "Harness": "_harness",
@@ -216,6 +223,7 @@ _HOMES: dict[str, str] = {
     "shutdown_on_signals": "_signals",
     "Skill": "_skills",
     "SkillCatalog": "_skills",
+    "SkillFileError": "_skills",
     "discover_skills": "_skills",
     "SessionStatus": "_status",
     "SessionStatusRow": "_status",

@@ -24,19 +24,20 @@ from pydantic import (
 from dsh_agent import ApprovalPolicy
 from dsh_agent_core._catalog import ModelPrices, catalog_for
 from dsh_agent_core._errors import ConfigError
+from dsh_agent_core._extras import McpSection
 from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
 from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
 from dsh_compaction import CompactionConfig, estimate_content
 from dsh_hooks import HOOK_EVENTS, HooksConfig
 from dsh_paths import DshHomeError, resolve_dsh_home
 from dsh_shell import SANDBOX_MODES, SandboxMode
-from dsh_tool_mcp import EnvRef, McpConfig, McpConfigError
 
 __all__ = [
     "BUILTIN_PROVIDERS",
     "CONFIG_FILE_NAME",
     "BashConfig",
     "Config",
+    "EnvRef",
     "InstructionsConfig",
     "LocalSkillsConfig",
     "ModelConfig",
@@ -81,6 +82,17 @@ def split_route(route: str, *, where: str = "model") -> tuple[str, str | None]:
     if not route.strip():
         raise ConfigError(where, f"{route!r} is not of the form provider:model (or provider)")
     return route.strip(), None
+
+
+class EnvRef(BaseModel):
+    """A value read from the environment variable ``env`` when it is used, never written in
+    the configuration: ``Authorization = { env = "LLM_AUTH" }`` in a provider's ``headers``.
+    The variable's value is used verbatim (put the whole ``Bearer …`` in it)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable's name."""
 
 
 class PersistenceConfig(BaseModel):
@@ -392,8 +404,9 @@ class Config(BaseModel):
     hooks: HooksConfig | None = None
     """``[hooks]``: Claude Code or Codex command hooks (``dialect`` and the run options, then one
     array of tables per event, ``[[hooks.PreToolUse]]``, in that dialect's shape)."""
-    mcp: McpConfig = Field(default_factory=McpConfig)
-    """``[mcp.servers.NAME]``: MCP servers whose tools every agent gets (``dsh_tool_mcp``)."""
+    mcp: McpSection = Field(default_factory=McpSection)
+    """``[mcp.servers.NAME]``: MCP servers whose tools every agent gets (``dsh_tool_mcp``, the
+    ``[mcp]`` extra)."""
     profile: str | None = None
     source: str | None = None
     """The config file this was read from (``None``: defaults only)."""
@@ -611,9 +624,7 @@ class Config(BaseModel):
             f"{provider}:{model}": _facts_as_written(self.model_facts(provider, model))
             for provider, model in self.known_models()
         }
-        data["mcp"] = {
-            "servers": {name: _masked(server) for name, server in self.mcp.servers.items()}
-        }
+        data["mcp"] = self.mcp.dump()
         data["sandbox"]["approval"] = self.sandbox.approval_policy
         prompt = self.system_prompt()
         data["system_prompt"] = {
@@ -774,23 +785,5 @@ def load_config(
         if error.key == "model" and data.get("model") == environ.get("DSH_MODEL"):
             raise ConfigError("$DSH_MODEL", error.reason) from None  # the variable said it
         raise ConfigError(f"{source}: {error.key}", error.reason) from None
-    except McpConfigError as error:
-        where = ".".join(part for part in ("mcp.servers", error.server, error.key) if part)
-        raise ConfigError(f"{source}: {where}", error.problem) from None
     config._read_system_file()  # a bad system_file is refused now, naming the file and key
     return config
-
-
-def _masked(server: Any) -> dict[str, Any]:
-    """An MCP server's table for a dump: a value from a variable shows the variable's name, a
-    literal ``env`` or ``headers`` value shows as ``***`` (it may be a token)."""
-    table: dict[str, Any] = server.model_dump(mode="json")
-    for key in ("env", "headers"):
-        values = getattr(server, key, None)
-        if values is None:
-            continue
-        table[key] = {
-            name: ({"env": value.env} if isinstance(value, EnvRef) else "***")
-            for name, value in values.items()
-        }
-    return table

@@ -7,6 +7,7 @@ __all__ = [
     "ConfigError",
     "DshError",
     "HomeConflictError",
+    "MissingExtraError",
     "SandboxUnavailableError",
     "UnknownPresetError",
 ]
@@ -36,6 +37,20 @@ class HomeConflictError(ConfigError):
         )
         self.top = top
         self.skills = skills
+
+
+class MissingExtraError(DshError):
+    """The configuration asks for a part that comes with an extra of dsh-agent-core that is not
+    installed: ``part`` names what was asked for (``persistence backend "postgres"``, ``MCP
+    server "github"``), ``extra`` the extra that brings it (``postgres``, ``mcp``)."""
+
+    def __init__(self, part: str, extra: str) -> None:
+        super().__init__(
+            f"the config's {part} needs dsh-agent-core[{extra}]: "
+            f"pip install 'dsh-agent-core[{extra}]'"
+        )
+        self.part = part
+        self.extra = extra
 
 
 class SandboxUnavailableError(DshError):

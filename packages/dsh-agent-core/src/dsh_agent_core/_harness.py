@@ -21,6 +21,7 @@ from dsh_agent_core._errors import (
     SandboxUnavailableError,
     UnknownPresetError,
 )
+from dsh_agent_core._extras import mcp_servers, mcp_tools, require_extra
 from dsh_agent_core._hook_files import hook_files
 from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
@@ -51,7 +52,6 @@ from dsh_shell import (
 )
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tool_fs import FileTools
-from dsh_tool_mcp import McpServers, McpToolNameError
 from dsh_tools import ResultSpill, ToolDefinition, ToolExecution, ToolRegistry
 
 __all__ = ["Harness", "build_persistence", "compose", "interrupted_child_notice", "sandbox_policy"]
@@ -68,6 +68,7 @@ def build_persistence(config: Config, env: Mapping[str, str] | None = None) -> S
     dumped = config.dump()["persistence"]
     settings = config.persistence
     if settings.backend == "postgres":
+        require_extra("postgres", 'persistence backend "postgres"')
         environ = env if env is not None else config.environment()
         dsn = environ.get(settings.dsn_env)
         if not dsn:
@@ -186,6 +187,7 @@ class Harness:
         tools: Sequence[ToolDefinition[Any]] = (),
     ) -> None:
         own_tools = _own_tools(tools)  # refused before anything is built or opened
+        config.mcp.require_extra()  # as is an MCP server without the [mcp] extra
         home = config.home()
         skills_home = config.skills.local.dsh_home
         if skills_home is not None and resolve_dsh_home(skills_home) != home:
@@ -254,7 +256,7 @@ class Harness:
         # MCP servers start with the harness (start(), async with, or the first agent); what
         # stdio servers print on stderr goes to <DSH_HOME>/logs/mcp-servers.log, rotated at
         # its cap (one older file kept); aclose kills each stdio server's process group
-        self.mcp = McpServers(config.mcp, environ=env, log_file=home / "logs" / "mcp-servers.log")
+        self.mcp = mcp_servers(config.mcp, environ=env, log_file=home / "logs" / "mcp-servers.log")
         self._mcp_started = False
         self._mcp_starting = asyncio.Lock()
         # command hooks are trusted user configuration: as in Claude Code and Codex they run
@@ -327,11 +329,7 @@ class Harness:
                 registry.register(tool)
 
     def _mcp_tools(self) -> list[ToolDefinition[Any]]:
-        try:
-            return list(self.mcp.tools())
-        except McpToolNameError as error:  # never a crash: the agents run without them
-            _log.warning("MCP tools are not offered: %s", error)
-            return []
+        return mcp_tools(self.mcp)
 
     def sandbox_probe(self, cwd: str | os.PathLike[str] | None = None) -> SandboxProbe:
         """Whether confined commands can run on this host (bubblewrap), and if not why: for a
@@ -584,7 +582,7 @@ class Harness:
             delegation_depth=depth,
             agent_preset=preset,
         )
-        if parent is not None:  # a child runs in its parent's mode and never asks (§4.2)
+        if parent is not None:  # a child runs in its parent's mode and never asks
             mode = logged_sandbox_mode(parent.session) or self.config.sandbox.mode
             pin_permissions(agent.session, mode, "never", delegated=True)
         else:

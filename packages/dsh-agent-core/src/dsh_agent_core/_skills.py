@@ -10,19 +10,43 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dsh_agent import Agent, PrefixNext
+from dsh_agent_core._errors import DshError
 from dsh_agent_core._files import UnreadableFileError, read_regular_head
 from dsh_llm import Message, PluginSource, UserMessage
 
-__all__ = ["SKILLS_PLUGIN", "Skill", "SkillCatalog", "discover_skills", "read_skill"]
+__all__ = [
+    "MAX_FRONT_MATTER_BYTES",
+    "SKILLS_PLUGIN",
+    "Skill",
+    "SkillCatalog",
+    "SkillFileError",
+    "discover_skills",
+    "front_matter",
+    "read_skill",
+]
 
 _log = logging.getLogger("dsh_agent_core")
 
 SKILLS_PLUGIN = "dsh-skills"
 """The plugin name on the catalog message's source."""
 
+MAX_FRONT_MATTER_BYTES = 64 * 1024
+"""The largest front matter parsed (64 KiB): a skill file is untrusted input, and its front
+matter holds a name and a one-paragraph description."""
+
 _MAX_SKILL_BYTES = 256 * 1024
 _MAX_FIELD = 1024
 _MAX_SKILLS = 200
+
+
+class SkillFileError(DshError):
+    """A ``SKILL.md`` whose front matter cannot be read: ``path`` names the file, ``problem``
+    says what is wrong with it (not YAML, not a mapping, too large, a field that is not text)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"skill {path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +58,60 @@ class Skill:
     path: Path
 
 
+def front_matter(path: Path, text: str) -> dict[str, object] | None:
+    """The front matter of the ``SKILL.md`` at ``path`` whose text is ``text``: the YAML
+    mapping between a first line ``---`` and the next line ``---`` (so ``description: >`` and
+    ``description: |`` block scalars, quotes and comments mean what they mean in YAML), or
+    ``None`` when the file has no front matter. Raises `SkillFileError` naming the file when
+    the front matter is not closed, is over `MAX_FRONT_MATTER_BYTES`, is not valid YAML, or is
+    not a mapping. Parsed with PyYAML's safe loader: tags that build objects are refused."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None
+    end = next((i for i, line in enumerate(lines) if i and line.strip() == "---"), None)
+    if end is None:
+        raise SkillFileError(path, "the front matter is not closed by a line '---'")
+    source = "".join(lines[1:end])
+    if len(source.encode("utf-8", errors="replace")) > MAX_FRONT_MATTER_BYTES:
+        raise SkillFileError(path, f"the front matter is over {MAX_FRONT_MATTER_BYTES // 1024} KiB")
+    import yaml  # with the first skill only: dsh --help has no use for it
+
+    try:
+        data = yaml.safe_load(source)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = "" if mark is None else f" at line {mark.line + 2}, column {mark.column + 1}"
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise SkillFileError(
+            path, f"the front matter is not valid YAML{where}: {problem}"
+        ) from None
+    except RecursionError:
+        raise SkillFileError(path, "the front matter nests too deep") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SkillFileError(
+            path, f"the front matter is a YAML {type(data).__name__}, not a mapping of keys"
+        )
+    return {str(key): value for key, value in data.items()}
+
+
+def _text_field(path: Path, fields: dict[str, object], key: str) -> str:
+    value = fields.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise SkillFileError(path, f"{key} is a YAML {type(value).__name__}, not text")
+    return str(value)[:_MAX_FIELD]
+
+
 def read_skill(path: Path) -> Skill | None:
-    """The skill a ``SKILL.md`` declares in its front matter (``---`` lines around ``name:``
-    and ``description:``), or ``None`` (logged) when it declares none or cannot be read.
-    Only the first 256 KiB are read; fields are capped at 1,024 characters. Anything but a
-    regular file (a FIFO, a device, a directory) is never opened for reading: ``None``, logged
-    naming it."""
+    """The skill a ``SKILL.md`` declares in its YAML front matter (``name``, default the
+    folder's name, and ``description``), or ``None`` (logged, naming the file) when it declares
+    none, cannot be read, or its front matter is refused (see `front_matter`). Only the first
+    256 KiB are read; fields are capped at 1,024 characters and the description's whitespace is
+    folded to single spaces. Anything but a regular file (a FIFO, a device, a directory) is
+    never opened for reading: ``None``, logged naming it."""
     try:
         raw, _ = read_regular_head(path, _MAX_SKILL_BYTES)
     except UnreadableFileError as error:
@@ -48,26 +120,20 @@ def read_skill(path: Path) -> Skill | None:
     except OSError as error:
         _log.warning("skill %s cannot be read: %s", path, error)
         return None
-    lines = raw.decode("utf-8", errors="replace").splitlines()
-    if not lines or lines[0].strip() != "---":
-        _log.warning("skill %s has no front matter (a first line '---')", path)
+    try:
+        fields = front_matter(path, raw.decode("utf-8", errors="replace"))
+        if fields is None:
+            _log.warning("skill %s has no front matter (a first line '---')", path)
+            return None
+        name = _text_field(path, fields, "name").strip() or path.parent.name
+        description = " ".join(_text_field(path, fields, "description").split())
+    except SkillFileError as error:
+        _log.warning("%s; skipped", error)
         return None
-    fields: dict[str, str] = {}
-    for line in lines[1:]:
-        if line.strip() == "---":
-            break
-        key, sep, value = line.partition(":")
-        if sep and key.strip() in ("name", "description"):
-            fields[key.strip()] = value.strip().strip("\"'")[:_MAX_FIELD]
-    else:
-        _log.warning("skill %s: front matter is not closed by '---'", path)
-        return None
-    name = fields.get("name") or path.parent.name
-    description = fields.get("description", "")
     if not description:
         _log.warning("skill %s has no description", path)
         return None
-    return Skill(name=name, description=" ".join(description.split()), path=path)
+    return Skill(name=name, description=description, path=path)
 
 
 def discover_skills(*roots: Path) -> list[Skill]:

@@ -1,4 +1,5 @@
-"""Session status rows (seed 002 §5): persisted sessions merged with live agents."""
+"""Session status rows (``running``, ``idle``, ``cold``, ``missing``): persisted sessions merged
+with live agents."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The session prefix (seed 004): request-only messages in front of the whole derived history."""
+"""The session prefix: request-only messages in front of the whole derived history, composed
+once per loop instance and logged only as the ``messagePrefix`` of a ``request/header``."""
 
 from __future__ import annotations
 

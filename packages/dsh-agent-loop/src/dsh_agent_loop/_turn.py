@@ -1,4 +1,4 @@
-"""One turn: steps of one model call and its tools, until the model is done (reference §6.3).
+"""One turn: steps of one model call and its tools, until the model is done.
 
 Durable order: ``turn/start``, then per step ``step/start``, the entering ``user/message``s,
 ``request/header`` (when it changed) and ``request/context`` (when the route changed), the

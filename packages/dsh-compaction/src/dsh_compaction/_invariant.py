@@ -1,4 +1,5 @@
-"""The bracket invariants of a compacted log (reference §1.10), checked over a whole log.
+"""The bracket invariants of a compacted log (``compaction/start`` … ``compaction/end``),
+checked over a whole log.
 
 A log this package writes always satisfies them; :func:`check_compaction_log` is the companion
 that proves it (tests run it on every log they make) and tells a reader where a log from elsewhere

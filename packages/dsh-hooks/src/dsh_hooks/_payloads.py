@@ -7,8 +7,9 @@ Every payload starts with the base fields:
   ``permission_mode`` (``"default"``); its turn-scoped events (all but ``SessionStart``) add
   ``turn_id`` (the turn number as a string).
 
-``transcript_path`` never names the log (seed 001): building a payload reads the live session
-only and never materializes or flushes anything. Per event, both dialects add
+``transcript_path`` never names the log (no hook, like no bash child, is told where the log
+is): building a payload reads the live session only and never materializes or flushes
+anything. Per event, both dialects add
 ``SessionStart``: ``source`` (``startup`` | ``resume``); ``UserPromptSubmit``: ``prompt`` (the
 text of the entering messages); ``PreToolUse``: ``tool_name``, ``tool_input``, ``tool_use_id``;
 ``PostToolUse``: those and ``tool_response`` (the result's text); ``Stop``:

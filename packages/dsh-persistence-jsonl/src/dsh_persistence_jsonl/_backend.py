@@ -1,4 +1,5 @@
-"""``JsonlPersistence``: session logs as files under one root, plain or zstd (seed 002)."""
+"""``JsonlPersistence``: session logs as files under one root,
+``<root>/<project key of the cwd>/<encoded id>/session.jsonl`` (plain) or ``session.jsonl.zstd``."""
 
 from __future__ import annotations
 

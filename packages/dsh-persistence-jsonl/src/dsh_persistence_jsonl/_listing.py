@@ -86,8 +86,8 @@ class RootCatalog(RootLayout):
             return snapshots
         except OSError as error:  # no permission on the root: concerns no one session
             raise storage_error("", "list", self._root, error) from error
-        # a bulk load (DESIGN §5 hot path): thousands of small objects, none of them cyclic, so
-        # the cyclic GC would only re-traverse the caller's heap for nothing
+        # a bulk load (a listing's hot path): thousands of small objects, none of them cyclic,
+        # so the cyclic GC would only re-traverse the caller's heap for nothing
         with projects, gc_paused():
             for project in projects:
                 if not project.is_dir(follow_symlinks=False):

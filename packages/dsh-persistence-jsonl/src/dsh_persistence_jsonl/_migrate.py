@@ -1,4 +1,4 @@
-"""``migrate_root``: a zstd root to a plain root, one verified session at a time (seed 002 §9).
+"""``migrate_root``: a zstd root to a plain root, one verified session at a time.
 
 Per session: take its write lock (quiesce: a live writer makes it fail, never race), decompress
 and validate the committed log, publish the plain artifact durably under the destination root

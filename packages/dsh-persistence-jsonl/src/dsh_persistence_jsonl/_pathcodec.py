@@ -1,4 +1,5 @@
-"""Layout path encoding (reference §3.2): session ids and cwds never reach the filesystem raw.
+"""Layout path encoding (the TypeScript harness's): session ids and cwds never reach the
+filesystem raw.
 
 Both encodings walk UTF-16 code units (not code points), so an astral character becomes two
 escapes and lone surrogates stay distinct. An encoded session segment longer than
@@ -38,7 +39,7 @@ def _code_units(text: str) -> list[int]:
 
 
 def encode_segment(text: str) -> str:
-    """Encode ``text`` as one safe path segment, injectively (reference §3.2 ``encodeSegment``).
+    """Encode ``text`` as one safe path segment, injectively (the harness's ``encodeSegment``).
 
     ``''`` raises ``ValueError``; ``.`` and ``..`` are escaped; every UTF-16 code unit outside
     ``[A-Za-z0-9._-]`` becomes ``~`` plus four uppercase hex digits (``~`` itself included).
@@ -76,7 +77,7 @@ def session_segment(session_id: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def project_key(cwd: str) -> str:
-    """The project directory for ``cwd`` (reference §3.2 ``projectKey``; lossy by design).
+    """The project directory for ``cwd`` (the harness's ``projectKey``; lossy by design).
 
     Each run of ``/``, ``\\`` or ``:`` becomes one ``-``, other unsafe code units ``~XXXX``,
     leading ``-`` are stripped, an empty slug is ``root``, the slug keeps 251 code units, and the

@@ -1,4 +1,4 @@
-"""Below the root, only real directories and regular files (issue 24 §1.3).
+"""Below the root, only real directories and regular files.
 
 Every log and lock is opened with ``O_NOFOLLOW`` (a symbolic link is refused, never followed: a
 link to a file outside the root is not appended to, a dangling ``session.lock`` link does not get

@@ -1,4 +1,5 @@
-"""The raw log scanner shared by both encodings (reference §3.5, issue 24 rule R6).
+"""The raw log scanner shared by both encodings: a torn tail is discarded, damage before an
+intact record is corruption.
 
 A crash can only damage the end of a log, so damage is told from a torn tail by what follows it.
 Plain: a final fragment without ``\\n`` is torn and ignored; a complete line that fails to decode,

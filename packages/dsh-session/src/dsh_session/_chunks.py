@@ -1,4 +1,5 @@
-"""Chunk packing, a storage-only codec (reference §1.10; the JSONL ``pack_chunks`` option).
+"""Chunk packing, a storage-only codec (the JSONL ``pack_chunks`` option, as the TypeScript
+harness packs ``text-chunks``, ``reasoning-chunks`` and ``tool-call-chunks`` rows).
 
 A run of at least three consecutive ``assistant/chunk`` deltas of one block is stored as one row
 ``{type, seq0, time0, data:{turn, step, index, dt[], texts[]}}`` (tool calls: ``{..., dt[], id,

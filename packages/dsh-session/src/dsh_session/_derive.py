@@ -1,4 +1,5 @@
-"""Surface node → model message (reference §1.6), for both data shapes v0 writers used."""
+"""Surface node → model message, for both data shapes format v0 writers used (the TypeScript
+harness's older and current ``user/message``, ``assistant/message`` and ``tool/result`` data)."""
 
 from __future__ import annotations
 

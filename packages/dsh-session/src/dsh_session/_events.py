@@ -1,4 +1,4 @@
-"""The event envelope and the typed core events of format v0 (reference §1.3, §1.4).
+"""The event envelope and the typed core events of format v0.
 
 An event is a small immutable object over its *wire dict*: the validated JSON object of the line,
 in wire key order (``type, seq, time, data, ignorable?, sourceEventSeqs?, surfaceOp?``). Its

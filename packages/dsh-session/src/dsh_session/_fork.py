@@ -1,4 +1,4 @@
-"""Fork seeds (reference §1.8): a child log that starts with a balanced prefix of its parent.
+"""Fork seeds: a child log that starts with a balanced prefix of its parent.
 
 The seed is the parent's events ``0..boundary`` followed by a ``session/end-seed
 {inherited: true}`` marker (its time copies the boundary event's). ``inherited_event_count`` is

@@ -1,4 +1,4 @@
-"""The session header (reference §1.2) and its physical line 1 (``"type":"session"``, §3.3)."""
+"""The session header and its physical line 1 in a JSONL log (tagged ``"type":"session"``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Crash-repair closers (reference §1.11): the events that balance an open tail turn.
+"""Crash-repair closers: the events that balance an open tail turn left by a crash (a synthetic
+``tool/result`` for each call without one, then ``step/end`` and ``turn/end{interrupted}``).
 
 Pure and deterministic: the same log gives the same closers (seqs continue the log, times repeat
 the last event's time), and a balanced log gives none, so closers are idempotent.

@@ -1,8 +1,9 @@
-"""Request headers (reference §1.7, seed 004): the logged non-history half of a model request.
+"""Request headers: the logged non-history half of a model request.
 
 An :class:`EpochHeader` is what a ``request/header`` event carries: the call ``config``
 (provider, model, ...), ``adapterDefaults`` flags, the ``system`` prompt, the ``tools`` and the
-``messagePrefix`` (request-only messages sent before the whole derived history; seed 004 keeps it).
+``messagePrefix`` (the session prefix: request-only messages sent before the whole derived
+history, logged only here).
 Its canonical form drops what is empty; equality compares canonical forms. The fold of a log is
 the canonical form of its last ``request/header``.
 """

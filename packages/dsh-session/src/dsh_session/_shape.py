@@ -1,4 +1,5 @@
-"""Shape checks of event wire dicts: the envelope of reference §1.3 and each core type's data.
+"""Shape checks of event wire dicts: the envelope (``type, seq, time, data`` and the optional
+``ignorable``, ``sourceEventSeqs``, ``surfaceOp``) and each core type's data.
 
 Reading is the hot path of every backend, so a line is parsed once by ``pydantic_core.from_json``
 (which caches short strings and keeps key order) and the dict is checked, then wrapped, by a

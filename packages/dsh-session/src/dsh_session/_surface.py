@@ -1,4 +1,4 @@
-"""The surface (reference §1.5): the ordered event seqs the model sees, with append and replace.
+"""The surface: the ordered event seqs the model sees, with append and replace.
 
 Validation is plan-then-commit: :func:`plan_surface` checks an event against the current state and
 returns a plan, or raises; :meth:`SurfaceState.commit` applies a plan. A refused event leaves the
@@ -137,7 +137,7 @@ def plan_surface(
     ``events`` is the log so far (to look shadowed nodes up by seq); ``surface_types`` are the
     surface types of the log's generation (v3 adds ``system/message``, v4
     ``developer/message``). Raises :class:`SessionValidationError` (code ``SURFACE``) on any
-    rule of reference §1.5.
+    rule of the surface.
     """
     wire = event.to_wire()
     if event.type not in surface_types:

@@ -1,4 +1,4 @@
-"""The event type vocabulary of format v0 (reference §1.4, DESIGN §4): core, plugin, surface."""
+"""The event type vocabulary of format v0: core, plugin, surface."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ CORE_EVENT_TYPES: frozenset[str] = frozenset(
         "hook/result",
     }
 )
-"""The core event types of format v0 (DESIGN §4): each has a typed event class."""
+"""The core event types of format v0: each has a typed event class."""
 
 PLUGIN_EVENT_TYPES: frozenset[str] = frozenset(
     {
@@ -60,7 +60,7 @@ PLUGIN_EVENT_TYPES: frozenset[str] = frozenset(
         "web/deepseek-search-llm-request",
     }
 )
-"""The plugin event types the TypeScript harness writes (reference §1.4): known, kept opaque."""
+"""The plugin event types the TypeScript harness writes: known, kept as opaque data."""
 
 SURFACE_EVENT_TYPES: frozenset[str] = frozenset(
     {"user/message", "assistant/message", "tool/result"}

@@ -1,4 +1,6 @@
-"""The child environment of a local command, built in the one order DESIGN §6 fixes."""
+"""The child environment of a local command, built in one fixed order: the parent's environment
+without inherited ``DSH_*`` keys and credential-shaped names, then the terminal defaults, then the
+explicit ``env``, then the managed ``dsh_env`` last, so a managed value is never displaced."""
 
 from __future__ import annotations
 

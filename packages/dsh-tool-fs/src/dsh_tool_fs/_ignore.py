@@ -67,6 +67,8 @@ below the root; hidden files; no ``.git``)."""
 MAX_BRACE_ALTERNATIVES = 64
 
 # pathspec's directory mark: a pattern's regex ends with one of these (1.x, then 0.12 forms).
+# These regexes are not pathspec's public API, so pyproject.toml pins pathspec to the range
+# tests/test_ignore_rules.py passes on (nox -s pathspec runs it on both ends).
 _DIR_MARK = "ps_d"
 _FILE_OR_DIR_SUFFIXES = ("(?:(?P<ps_d>/)|$)", "(?:(?P<ps_d>/).*)?$")
 _DIR_ONLY_SUFFIXES = ("(?P<ps_d>/)", "(?P<ps_d>/).*$")
