@@ -15,19 +15,27 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from dsh_agent_core import compose, load_config
-from dsh_llm import BlockStartChunk, FinishChunk, FinishReason, LlmFailure, TextDeltaChunk
+from dsh_llm import (
+    BlockStartChunk,
+    FailureCode,
+    FinishChunk,
+    FinishReason,
+    LlmFailure,
+    StreamChunk,
+    TextDeltaChunk,
+)
 from dsh_llm.testing import Hang, ScriptedModel, text_response, tool_call_response
 from dsh_persistence import export_session
 from dsh_persistence_jsonl import JsonlPersistence
 from dsh_session import Session, decode_header_line, decode_row
 
 MODEL = "scripted:m"
-Scenario = Callable[[Path, Path], Awaitable[list[str]]]
+Scenario = Callable[[Path, Path], Coroutine[Any, Any, list[str]]]
 
 
 def _home(out: Path, name: str, persistence: str = "") -> Path:
@@ -77,14 +85,17 @@ async def parallel_tools(home: Path, cwd: Path) -> list[str]:
 
 
 async def retries_and_max_tokens(home: Path, cwd: Path) -> list[str]:
-    failure = LlmFailure(message="SERVER (interop)", code="SERVER", retry_after_ms=1)
+    failure = LlmFailure(message="SERVER (interop)", code=FailureCode.SERVER, retry_after_ms=1)
     cut = [*text_response("cut off")[:-1], FinishChunk(reason=FinishReason(kind="max-tokens"))]
     script = [[FinishChunk(reason=FinishReason(kind="error", error=failure))], cut]
     return [await _one(home, cwd, script, "say something long")]
 
 
 async def cancelled_stream(home: Path, cwd: Path) -> list[str]:
-    partial = [BlockStartChunk(index=0, block_type="text"), TextDeltaChunk(index=0, text="Hal")]
+    partial: list[StreamChunk] = [
+        BlockStartChunk(index=0, block_type="text"),
+        TextDeltaChunk(index=0, text="Hal"),
+    ]
     harness = _harness(home, ScriptedModel([Hang(before=partial), text_response("done")]))
     try:
         agent = await harness.create(None, model=MODEL, cwd=cwd)
@@ -250,7 +261,7 @@ def main(out: Path) -> None:
     for name, (persistence, scenario) in SCENARIOS.items():
         home = _home(out, name, persistence)
         try:
-            ids = asyncio.run(scenario(home, cwd))
+            ids: list[str] = asyncio.run(scenario(home, cwd))
         except Exception as error:  # one broken scenario must not hide the others
             print(f"scenario {name} failed in dsh-py: {type(error).__name__}: {error}")
             entries.append({"name": name, "error": f"{type(error).__name__}: {error}"})

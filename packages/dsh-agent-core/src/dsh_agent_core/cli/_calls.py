@@ -42,10 +42,10 @@ def call_line(name: str, raw_arguments: Any, *, limit: int = 160) -> str:
     if name == "bash" and "command" in args:
         return f"bash: {one_line(args['command'], limit)}"
     if name == "read" and path:
-        offset, limit = args.get("offset"), args.get("limit")
-        if isinstance(offset, int) or isinstance(limit, int):
+        offset, count = args.get("offset"), args.get("limit")
+        if isinstance(offset, int) or isinstance(count, int):
             first = offset if isinstance(offset, int) else 1
-            last = f"{first + limit - 1}" if isinstance(limit, int) else "end"
+            last = f"{first + count - 1}" if isinstance(count, int) else "end"
             return f"read: {one_line(path, limit)} (lines {first}–{last})"
         return f"read: {one_line(path, limit)}"
     if name == "edit" and path:
