@@ -187,6 +187,80 @@ async def sqlite_export(home: Path, cwd: Path) -> list[str]:
     return [sid]
 
 
+async def approvals(home: Path, cwd: Path) -> list[str]:
+    """Two escalating bash calls under workspace-write: the first allowed once, the second
+    rejected (``approval/requested`` + ``approval/decided``, as the terminal logs them)."""
+
+    def escalate(call_id: str, command: str) -> tuple[str, str, dict[str, Any]]:
+        arguments = {
+            "command": command,
+            "description": command,
+            "sandbox_permissions": "danger-full-access",
+            "justification": "interop",
+        }
+        return (call_id, "bash", arguments)
+
+    script = [
+        tool_call_response(escalate("c1", "echo allowed")),
+        tool_call_response(escalate("c2", "echo rejected")),
+        text_response("one ran"),
+    ]
+    answers = iter(["allowed-once", "rejected"])
+    harness = _harness(home, ScriptedModel(script))
+    try:
+        harness.extensions.approval.add(lambda request: next(answers))
+        agent = await harness.create("run them", model=MODEL, cwd=cwd)
+        await agent.wait_idle()
+        decided = [e.data["outcome"] for e in agent.session.events if e.type == "approval/decided"]
+        if decided != ["allowed-once", "rejected"]:
+            raise RuntimeError(f"the approvals were not logged as asked: {decided}")
+        return [str(agent.id)]
+    finally:
+        await harness.aclose()
+
+
+async def hooks(home: Path, cwd: Path) -> list[str]:
+    """A PreToolUse hook that blocks a bash call (its runs logged as ``hook/*``)."""
+    script = [tool_call_response(_bash("c1", "echo blocked")), text_response("it was blocked")]
+    sid = await _one(home, cwd, script, "try a command")
+    (path,) = (home / "sessions-plain").rglob("session.jsonl")
+    if b'"type":"hook/result"' not in path.read_bytes():
+        raise RuntimeError("the PreToolUse hook did not run")
+    return [sid]
+
+
+async def session_create_child(home: Path, cwd: Path) -> list[str]:
+    """A ``session_create`` child (a delegated session, ``parentSession`` and depth 1)."""
+    script = [
+        tool_call_response(("c1", "session_create", {"prompt": "say child"})),
+        text_response("child answer"),
+        text_response("the child answered"),
+    ]
+    harness = _harness(home, ScriptedModel(script))
+    try:
+        agent = await harness.create("delegate it", model=MODEL, cwd=cwd)
+        await agent.wait_idle()
+        children = [
+            snapshot.id
+            for snapshot in await harness.sessions()
+            if snapshot.header.parent_session == agent.id
+        ]
+        if len(children) != 1:
+            raise RuntimeError(f"expected one child session, found {children}")
+        return [str(agent.id), children[0]]
+    finally:
+        await harness.aclose()
+
+
+HOOK_CONFIG = """[hooks]
+dialect = "claude-code"
+
+[[hooks.PreToolUse]]
+matcher = "Bash"
+hooks = [{ type = "command", command = "echo 'interop: blocked' >&2; exit 2" }]
+"""
+
+
 def _dsh(home: Path, *args: str) -> None:
     env = {**os.environ, "DSH_HOME": str(home)}
     dsh = Path(sys.executable).with_name("dsh")
@@ -209,6 +283,9 @@ SCENARIOS: dict[str, tuple[str, Scenario]] = {
     "prefix-agents-skill": ("", prefix_with_agents_md_and_skill),
     "crash-resume": ("", crash_then_resume),
     "sqlite-export": ("", sqlite_export),
+    "approvals": ('[sandbox]\nmode = "workspace-write"\napproval = "ask"\n', approvals),
+    "hooks": (HOOK_CONFIG, hooks),
+    "session-create-child": ("", session_create_child),
 }
 
 
