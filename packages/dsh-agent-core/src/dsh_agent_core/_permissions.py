@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 from weakref import WeakKeyDictionary
 
-from dsh_agent import APPROVAL_POLICIES, ApprovalPolicy
+from dsh_agent import APPROVAL_POLICIES, ApprovalPolicy, logged_approval_policy
 from dsh_session import Session
 from dsh_shell import SANDBOX_MODES, SandboxMode
 
@@ -72,12 +72,12 @@ def approval_of(value: str | None) -> ApprovalPolicy | None:
 
 @dataclass(slots=True)
 class _Knobs:
-    """What a session logged so far: its last preset, mode and policy, and how far it was read."""
+    """What a session logged so far: its last preset and mode, and how far it was read (its
+    approval policy is the seam's fold, ``dsh_agent.logged_approval_policy``)."""
 
     seen: int = 0
     preset: Any = None
     mode: SandboxMode | None = None
-    approval: ApprovalPolicy | None = None
 
 
 _KNOBS: WeakKeyDictionary[Session, _Knobs] = WeakKeyDictionary()
@@ -93,15 +93,13 @@ def _knobs(session: Session) -> _Knobs:
     events = session.events
     for index in range(knobs.seen, len(events)):
         event = events[index]
-        if event.type not in ("permission/preset", "sandbox/mode", "approval/policy"):
+        if event.type not in ("permission/preset", "sandbox/mode"):
             continue
         data: Any = event.data if isinstance(event.data, dict) else {}
         if event.type == "permission/preset":
             knobs.preset = data.get("preset")
-        elif event.type == "sandbox/mode":
-            knobs.mode = _member(data.get("mode"), SANDBOX_MODES) or "read-only"
         else:
-            knobs.approval = _member(data.get("policy"), APPROVAL_POLICIES) or "never"
+            knobs.mode = _member(data.get("mode"), SANDBOX_MODES) or "read-only"
     knobs.seen = len(events)
     return knobs
 
@@ -110,11 +108,6 @@ def logged_sandbox_mode(session: Session) -> SandboxMode | None:
     """The session's last ``sandbox/mode``; a value outside the vocabulary reads as the
     narrowest mode (fail closed); ``None`` when it logged none."""
     return _knobs(session).mode
-
-
-def logged_approval_policy(session: Session) -> ApprovalPolicy | None:
-    """The session's last ``approval/policy`` (outside the vocabulary: ``never``), or ``None``."""
-    return _knobs(session).approval
 
 
 def pin_permissions(

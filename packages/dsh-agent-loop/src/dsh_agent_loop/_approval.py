@@ -10,11 +10,11 @@ from typing import Any
 
 from dsh_agent import (
     APPROVAL_OUTCOMES,
-    APPROVAL_POLICIES,
     ApprovalAnswerer,
     ApprovalOutcome,
     ApprovalPolicy,
     ApprovalRequest,
+    logged_approval_policy,
 )
 from dsh_agent_loop._errors import ApprovalOutsideTurnError
 from dsh_session import Session, open_turn_at
@@ -24,17 +24,10 @@ __all__ = ["ask_approval", "denial_for", "effective_approval_policy", "execution
 
 
 def effective_approval_policy(session: Session, default: ApprovalPolicy) -> ApprovalPolicy:
-    """The last ``approval/policy`` the session logged, else ``default``.
-
-    A logged value outside the vocabulary counts as ``never`` (fail closed)."""
-    events = session.events
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if event.type == "approval/policy":
-            data: Any = event.data
-            policy = data.get("policy") if isinstance(data, dict) else None
-            return policy if policy in APPROVAL_POLICIES else "never"
-    return default
+    """The last ``approval/policy`` the session logged, else ``default`` (the seam's fold:
+    ``dsh_agent.logged_approval_policy``; a value outside the vocabulary is ``never``)."""
+    logged = logged_approval_policy(session)
+    return default if logged is None else logged
 
 
 async def _answer(

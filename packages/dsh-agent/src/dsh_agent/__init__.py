@@ -24,6 +24,7 @@ from dsh_agent._approval import (
     ApprovalPolicy,
     ApprovalRequest,
 )
+from dsh_agent._approval_policy import logged_approval_policy
 from dsh_agent._checkpoint import CheckpointPoint, CheckpointPolicy, Flush
 from dsh_agent._extensions import (
     Enter,
@@ -85,4 +86,5 @@ __all__ = [
     "StepContext",
     "TurnStopping",
     "TurnStoppingListener",
+    "logged_approval_policy",
 ]
