@@ -7,20 +7,27 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from dsh_shell import (
+    ESCALATION_SCHEMA,
+    JUSTIFICATION_DESCRIPTION,
+    SANDBOX_PERMISSIONS_DESCRIPTION,
+    Escalation,
     OutputListener,
     SandboxMode,
     SandboxPolicy,
     ShellExecRequest,
     ShellExecutor,
     ShellRunResult,
+    escalation_pair_problem,
+    escalation_reason,
+    not_widening_problem,
     render_result,
+    retry_wider_hint,
     sandbox_denied_marker,
-    sandbox_widens,
 )
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import BackgroundDisabledError
@@ -48,13 +55,7 @@ __all__ = [
     "SandboxModeLookup",
 ]
 
-Escalation: TypeAlias = Literal["workspace-write", "danger-full-access"]
-"""What ``sandbox_permissions`` may ask for (the ladder only widens)."""
-
-OptionalEscalation = Annotated[
-    Escalation | None,
-    WithJsonSchema({"type": "string", "enum": ["workspace-write", "danger-full-access"]}),
-]
+OptionalEscalation = Annotated[Escalation | None, WithJsonSchema(ESCALATION_SCHEMA)]
 """An escalation the model may omit, shown as a string enum only."""
 
 SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
@@ -112,29 +113,20 @@ class _Escalation(BaseModel):
 
     sandbox_permissions: OptionalEscalation = Field(
         default=None,
-        description="Wider sandbox for this call, only after a refusal.",
+        description=SANDBOX_PERMISSIONS_DESCRIPTION,
         json_schema_extra=without_default,
     )
     justification: OptionalString = Field(
         default=None,
-        description="One sentence for the user: why.",
+        description=JUSTIFICATION_DESCRIPTION,
         json_schema_extra=without_default,
     )
 
     @model_validator(mode="after")
     def _together(self) -> _Escalation:
-        if self.sandbox_permissions is not None and self.justification is None:
-            raise ValueError(
-                "sandbox_permissions was given without justification: give both (a wider "
-                "sandbox and one sentence why) or neither"
-            )
-        if self.justification is not None and self.sandbox_permissions is None:
-            raise ValueError(
-                "justification was given without sandbox_permissions: give both (a wider "
-                "sandbox and one sentence why) or neither"
-            )
-        if self.justification is not None and not self.justification.strip():
-            raise ValueError("justification must be a non-empty sentence")
+        problem = escalation_pair_problem(self.sandbox_permissions, self.justification)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 
@@ -227,13 +219,10 @@ class BashTool(ToolDefinition[BashArgs]):
         policy = self.policy_for(execution)
         if requested is None or policy is None:
             return None
-        if not sandbox_widens(policy.mode, requested):
-            problem = (
-                f"invalid sandbox_permissions: {requested} does not widen the current sandbox "
-                f"mode {policy.mode}; run the command without sandbox_permissions"
-            )
+        problem = not_widening_problem(requested, policy.mode)
+        if problem is not None:
             raise InvalidToolArgumentsError("bash", [problem])
-        return f"escalate sandbox to {requested}: {getattr(args, 'justification', '')}"
+        return escalation_reason(requested, getattr(args, "justification", None))
 
     async def execute(self, args: BashArgs, execution: ToolExecution) -> str:
         """Run the command (foreground) or start it as a job (background)."""
@@ -278,16 +267,8 @@ def _denial_hint(result: ShellRunResult) -> str:
     mode = result.sandbox_denied
     if mode is None or mode == "danger-full-access":
         return ""
-    wider = (
-        '"danger-full-access"'
-        if mode == "workspace-write"
-        else ('"workspace-write" or "danger-full-access"')
-    )
-    return (
-        f"\n{sandbox_denied_marker(mode)}\nIf the command needs that access, retry this exact "
-        f"command once with sandbox_permissions {wider} and a one-sentence justification; "
-        "the user is asked to approve it."
-    )
+    hint = retry_wider_hint(mode, "command", "this exact command")
+    return f"\n{sandbox_denied_marker(mode)}\n{hint}"
 
 
 def _wants_background(args: BashArgs, execution: ToolExecution) -> bool:

@@ -17,18 +17,25 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, TypeAlias
 
 from pydantic import BaseModel, Field, WithJsonSchema, model_validator
 
 from dsh_shell import (
+    ESCALATION_SCHEMA,
+    JUSTIFICATION_DESCRIPTION,
+    SANDBOX_PERMISSIONS_DESCRIPTION,
+    Escalation,
     SandboxAccess,
     SandboxMode,
     SandboxPolicy,
     WorkspacePinLookup,
+    escalation_pair_problem,
+    not_widening_problem,
+    retry_wider_hint,
     sandbox_denied_marker,
-    sandbox_widens,
 )
+from dsh_shell import escalation_reason as shared_escalation_reason
 from dsh_tool_fs._errors import SandboxDeniedError
 from dsh_tools import InvalidToolArgumentsError, ToolExecution
 
@@ -42,17 +49,11 @@ __all__ = [
     "resolve_path",
 ]
 
-Escalation: TypeAlias = Literal["workspace-write", "danger-full-access"]
-"""What ``sandbox_permissions`` may ask for (the ladder only widens)."""
-
 SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
 """The sandbox mode of the calling session (its latest ``sandbox/mode``), or ``None`` for the
 default policy's own mode."""
 
-_OptionalEscalation = Annotated[
-    Escalation | None,
-    WithJsonSchema({"type": "string", "enum": ["workspace-write", "danger-full-access"]}),
-]
+_OptionalEscalation = Annotated[Escalation | None, WithJsonSchema(ESCALATION_SCHEMA)]
 _OptionalText = Annotated[str | None, WithJsonSchema({"type": "string"})]
 
 
@@ -60,28 +61,15 @@ class EscalationArgs(BaseModel):
     """The two parameters every file tool gains under a sandbox, given together."""
 
     sandbox_permissions: _OptionalEscalation = Field(
-        default=None,
-        description="Wider sandbox for this call, only after a refusal.",
+        default=None, description=SANDBOX_PERMISSIONS_DESCRIPTION
     )
-    justification: _OptionalText = Field(
-        default=None,
-        description="One sentence for the user: why.",
-    )
+    justification: _OptionalText = Field(default=None, description=JUSTIFICATION_DESCRIPTION)
 
     @model_validator(mode="after")
     def _together(self) -> EscalationArgs:
-        if self.sandbox_permissions is not None and self.justification is None:
-            raise ValueError(
-                "sandbox_permissions was given without justification: give both (a wider "
-                "sandbox and one sentence why) or neither"
-            )
-        if self.justification is not None and self.sandbox_permissions is None:
-            raise ValueError(
-                "justification was given without sandbox_permissions: give both (a wider "
-                "sandbox and one sentence why) or neither"
-            )
-        if self.justification is not None and not self.justification.strip():
-            raise ValueError("justification must be a non-empty sentence")
+        problem = escalation_pair_problem(self.sandbox_permissions, self.justification)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
 
@@ -178,16 +166,9 @@ class Confinement:
         if decision.allowed:
             return
         mode = self.policy.mode
-        wider = (
-            '"danger-full-access"'
-            if mode == "workspace-write"
-            else ('"workspace-write" or "danger-full-access"')
-        )
         raise SandboxDeniedError(
             f"the sandbox refuses to {access} {shown} ({decision.reason}) "
-            f"{sandbox_denied_marker(mode)} If the call needs that access, retry it once with "
-            f"sandbox_permissions {wider} and a one-sentence justification; the user is asked "
-            "to approve it.",
+            f"{sandbox_denied_marker(mode)} {retry_wider_hint(mode, 'call', 'it')}",
             path=str(path),
         )
 
@@ -199,15 +180,10 @@ def escalation_reason(
     not widen ``current`` is an argument error."""
     if requested is None:
         return None
-    if not sandbox_widens(current, requested):
-        raise InvalidToolArgumentsError(
-            tool,
-            [
-                f"invalid sandbox_permissions: {requested} does not widen the current sandbox "
-                f"mode {current}; call without sandbox_permissions"
-            ],
-        )
-    return f"escalate sandbox to {requested}: {justification or ''}"
+    problem = not_widening_problem(requested, current)
+    if problem is not None:
+        raise InvalidToolArgumentsError(tool, [problem])
+    return shared_escalation_reason(requested, justification)
 
 
 def open_verified(path: Path, flags: int, mode: int = 0o666, *, dir_fd: int | None = None) -> int:
