@@ -16,8 +16,8 @@ from dsh_shell import (
 
 
 def test_the_escalations_are_the_modes_above_read_only_and_the_schema_lists_them() -> None:
-    assert ESCALATIONS == SANDBOX_MODES[1:]
-    assert ESCALATION_SCHEMA == {"type": "string", "enum": list(ESCALATIONS)}
+    assert SANDBOX_MODES[1:] == ESCALATIONS
+    assert {"type": "string", "enum": list(ESCALATIONS)} == ESCALATION_SCHEMA
 
 
 @pytest.mark.parametrize(
@@ -36,13 +36,15 @@ def test_the_two_parameters_come_together(
     found = escalation_pair_problem(permissions, justification)
     assert (found is None) == (problem is None)
     if problem is not None:
-        assert found is not None and found.startswith(problem)
+        assert found is not None
+        assert found.startswith(problem)
 
 
 def test_a_request_must_widen_the_current_mode() -> None:
     assert not_widening_problem("danger-full-access", "workspace-write") is None
     problem = not_widening_problem("workspace-write", "workspace-write")
-    assert problem is not None and "does not widen the current sandbox mode" in problem
+    assert problem is not None
+    assert "does not widen the current sandbox mode" in problem
     assert not_widening_problem("workspace-write", "danger-full-access") is not None
 
 
