@@ -361,3 +361,17 @@ async def test_every_created_header_carries_its_delegation_depth(make_loop: Make
     assert child.session.header.delegation_depth == 0
     deeper = await loop.create("s3", options=OPTIONS, parent_session="s1", delegation_depth=2)
     assert deeper.session.header.delegation_depth == 2
+
+
+def test_the_loops_errors_share_one_base_and_closed_is_the_seams() -> None:
+    from dsh_agent import AgentClosedError
+    from dsh_agent_loop import AgentLoopError, LoopClosedError, ModelFailedError
+    from dsh_llm import FailureCode, LlmFailure
+
+    failure = LlmFailure(message="slow down", code=FailureCode.RATE_LIMIT)
+    error = ModelFailedError("s1", failure)
+    assert isinstance(error, AgentLoopError)
+    assert (error.session_id, error.code, error.failure) == ("s1", "MODEL_FAILED", failure)
+    assert "RATE_LIMIT: slow down" in str(error)
+    assert issubclass(LoopClosedError, AgentClosedError)
+    assert issubclass(LoopClosedError, AgentLoopError)

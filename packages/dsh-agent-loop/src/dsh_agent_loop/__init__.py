@@ -23,6 +23,7 @@ from dsh_agent_loop._errors import (
     DuplicateAgentError,
     LoggedConfigError,
     LoopClosedError,
+    ModelFailedError,
     NoModelError,
     PersistenceNotConfiguredError,
     RequestInvariantError,
@@ -31,7 +32,6 @@ from dsh_agent_loop._errors import (
 from dsh_agent_loop._loop import AgentLoop
 from dsh_agent_loop._reconstruct import check_request, request_from_log
 from dsh_agent_loop._retry import DEFAULT_RETRY_CODES, RetryPolicy
-from dsh_agent_loop._turn import ModelFailedError
 
 __all__ = [
     "ALL_CHECKPOINTS",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dsh_agent import AgentClosedError
+from dsh_llm import LlmFailure
+
 __all__ = [
     "AgentBusyError",
     "AgentLoopError",
@@ -11,6 +14,7 @@ __all__ = [
     "DuplicateAgentError",
     "LoggedConfigError",
     "LoopClosedError",
+    "ModelFailedError",
     "NoModelError",
     "PersistenceNotConfiguredError",
     "RequestInvariantError",
@@ -110,10 +114,22 @@ class ResumeOptionsError(AgentLoopError):
         )
 
 
-class LoopClosedError(AgentLoopError):
-    """The loop (or the agent) was closed; nothing new can start."""
+class LoopClosedError(AgentLoopError, AgentClosedError):
+    """The loop (or the agent) was closed; nothing new can start (the agent seam's
+    ``AgentClosedError``)."""
 
     code = "LOOP_CLOSED"
+
+
+class ModelFailedError(AgentLoopError):
+    """A model call failed and no ``request_error`` listener retried it; ``failure`` is what
+    the model reported."""
+
+    code = "MODEL_FAILED"
+
+    def __init__(self, session_id: str, failure: LlmFailure) -> None:
+        super().__init__(session_id, f"{failure.code}: {failure.message}")
+        self.failure = failure
 
 
 class NoModelError(AgentLoopError):

@@ -28,32 +28,24 @@ from dsh_agent import (
     StepContext,
     TurnStopping,
 )
-from dsh_agent_loop._errors import AgentLoopError, NoModelError
+from dsh_agent_loop._errors import AgentLoopError, ModelFailedError, NoModelError
 from dsh_agent_loop._inbox import Inbox
 from dsh_agent_loop._reconstruct import check_request
 from dsh_agent_loop._requests import RequestBuilder
 from dsh_agent_loop._runtime import Runtime
 from dsh_agent_loop._stream import Attempt, stream_attempt
 from dsh_agent_loop._tools import ToolBatch, skipped_result
-from dsh_llm import LlmFailure, Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
+from dsh_llm import Message, ModelSource, ReasoningBlock, TextBlock, UserMessage
 from dsh_session import Session, assistant_message_data, user_message_data
 from dsh_tools import Allow, Deny, ToolCaller, ToolExecution, ToolOutputListener
 
-__all__ = ["ModelFailedError", "TurnAgent", "run_turn"]
+__all__ = ["TurnAgent", "run_turn"]
 
 _log = logging.getLogger("dsh_agent_loop")
 
 StepOutcome = Literal["completed", "max-tokens"] | None
 """``completed``: the model is done; ``max-tokens``: its answer was cut off; ``None``: tools ran,
 another step follows."""
-
-
-class ModelFailedError(Exception):
-    """A model call failed and no ``request_error`` listener retried it."""
-
-    def __init__(self, failure: LlmFailure) -> None:
-        super().__init__(f"{failure.code}: {failure.message}")
-        self.failure = failure
 
 
 class TurnAgent(Agent, ToolCaller, Protocol):
@@ -188,7 +180,7 @@ async def _step(agent: TurnAgent, turn: int, step: int) -> StepOutcome:
             failed = RequestError(agent, turn, step, attempt_number, failure, config)
             if await _request_error(agent, failed):
                 continue
-            raise ModelFailedError(failure)
+            raise ModelFailedError(agent.id, failure)
         message = attempt.message()
         data = assistant_message_data(
             turn,
@@ -294,7 +286,7 @@ async def run_turn(agent: TurnAgent) -> None:
     except asyncio.CancelledError:
         reason = {"kind": "aborted", "reason": agent.abort_cause().to_wire()}
     except Exception as error:
-        if not isinstance(error, ModelFailedError | AgentLoopError):
+        if not isinstance(error, AgentLoopError):
             _log.exception("session %s: turn %d failed", agent.id, turn)
         reason = error_reason(error)
     session.append("turn/end", {"turn": turn, "reason": reason})

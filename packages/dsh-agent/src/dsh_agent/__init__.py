@@ -12,6 +12,8 @@
   cancelled | unavailable``), ``ApprovalPolicy`` (``ask | never``) and ``ApprovalAnswerer``
   (registered on ``Extensions.approval``).
 
+- ``AgentClosedError``: what anything closed raises when asked to start more.
+
 Contracts only: the loop itself is ``dsh-agent-loop``.
 """
 
@@ -26,6 +28,7 @@ from dsh_agent._approval import (
 )
 from dsh_agent._approval_policy import logged_approval_policy
 from dsh_agent._checkpoint import CheckpointPoint, CheckpointPolicy, Flush
+from dsh_agent._errors import AgentClosedError
 from dsh_agent._extensions import (
     Enter,
     Extensions,
@@ -53,6 +56,7 @@ __all__ = [
     "APPROVAL_OUTCOMES",
     "APPROVAL_POLICIES",
     "Agent",
+    "AgentClosedError",
     "AgentOptions",
     "AgentStatus",
     "ApprovalAnswerer",
