@@ -459,6 +459,46 @@ def _own_failure_codes(pkg: Package) -> list[str]:
     return errors
 
 
+SEAM_CLOSED_ERRORS = frozenset(
+    {"AgentClosedError", "PersistenceClosedError", "SessionHandleClosedError"}
+)
+"""The seams' closed errors: an implementation's own closed error must be one of them."""
+
+
+def _own_closed_errors(pkg: Package) -> list[str]:
+    """An implementation class named ``*ClosedError`` that is not a seam's closed error (a
+    caller could not catch one error whatever closed), or a bare ``RuntimeError`` saying
+    something is closed."""
+    if pkg.name in SEAMS:
+        return []
+    errors: list[str] = []
+    for source in sorted((pkg.path / "src").rglob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+        rel = source.relative_to(pkg.path.parent.parent)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name.endswith("ClosedError"):
+                bases = {
+                    base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                    for base in node.bases
+                }
+                if not bases & SEAM_CLOSED_ERRORS:
+                    errors.append(
+                        f"{rel}:{node.lineno}: {node.name} is a closed error of its own; derive "
+                        f"it from a seam's ({', '.join(sorted(SEAM_CLOSED_ERRORS))})"
+                    )
+            if (
+                isinstance(node, ast.Raise)
+                and isinstance(node.exc, ast.Call)
+                and getattr(node.exc.func, "id", "") == "RuntimeError"
+                and "closed" in ast.unparse(node.exc).lower()
+            ):
+                errors.append(
+                    f"{rel}:{node.lineno}: a bare RuntimeError says something is closed; raise "
+                    "the seam's closed error"
+                )
+    return errors
+
+
 def check(root: Path) -> list[str]:
     """Every violation of the dependency rule under ``root``; empty when the tree is clean."""
     packages = load_packages(root)
@@ -469,6 +509,7 @@ def check(root: Path) -> list[str]:
         errors.extend(_import_violations(pkg, packages))
         errors.extend(_module_cycle_violations(pkg))
         errors.extend(_own_failure_codes(pkg))
+        errors.extend(_own_closed_errors(pkg))
     errors.extend(_cycle_violations(packages))
     errors.extend(_version_violations(packages))
     return errors

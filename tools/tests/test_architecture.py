@@ -116,6 +116,21 @@ def test_an_implementation_spelling_a_failure_code_of_its_own_fails(tmp_path: Pa
     assert "LlmFailure code 'MY_OWN'" in errors[0]
 
 
+def test_an_implementation_with_a_closed_error_of_its_own_fails(tmp_path: Path) -> None:
+    _package(tmp_path, "dsh-agent", [], "class AgentClosedError(Exception):\n    pass\n")
+    own = (
+        "import dsh_agent\n"
+        "class GoodClosedError(dsh_agent.AgentClosedError):\n    pass\n"
+        "class MyClosedError(Exception):\n    pass\n"
+        "def f():\n    raise RuntimeError('the thing is closed')\n"
+    )
+    _package(tmp_path, "dsh-agent-loop", ["dsh-agent>=0.1,<0.2"], own)
+    errors = arch.check(tmp_path)
+    assert len(errors) == 2, errors
+    assert "MyClosedError is a closed error of its own" in errors[0]
+    assert "a bare RuntimeError says something is closed" in errors[1]
+
+
 def test_cycle_is_reported(tmp_path: Path) -> None:
     _package(tmp_path, "dsh-llm", ["dsh-session>=0.1,<0.2"], "")
     _package(tmp_path, "dsh-session", ["dsh-llm>=0.1,<0.2"], "")
