@@ -82,10 +82,16 @@ def _ordered(requirements: tuple[str, ...], siblings: set[str]) -> list[str]:
 
 
 def load(root: Path) -> list[Dist]:
-    """Every distribution under ``root/packages``: seams, implementations, then the
-    composition, each group by name."""
+    """Every distribution under ``root/packages``: seams, implementations, the composition,
+    then the front ends, each group by name."""
     roles = _roles()
-    order = {"seam": 0, "implementation (shared)": 1, "implementation": 2, "composition": 3}
+    order = {
+        "seam": 0,
+        "implementation (shared)": 1,
+        "implementation": 2,
+        "composition": 3,
+        "front end": 4,
+    }
     found: list[Dist] = []
     for pyproject in sorted((root / "packages").glob("*/pyproject.toml")):
         project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
@@ -98,6 +104,8 @@ def load(root: Path) -> list[Dist]:
             kind = "implementation"
         elif name in roles.COMPOSITION:
             kind = "composition"
+        elif name in roles.FRONT_ENDS:
+            kind = "front end"
         else:
             raise SystemExit(f"{name}: no role in tools/check_architecture.py")
         extras = {k: tuple(v) for k, v in project.get("optional-dependencies", {}).items()}
@@ -127,9 +135,10 @@ def _columns(names: list[str], per_row: int = 3) -> list[str]:
 
 
 def layers(dists: list[Dist]) -> str:
-    """The layer drawing: the composition, the implementations, the seams with what each
-    seam depends on."""
+    """The layer drawing: the front ends, the composition, the implementations, the seams
+    with what each seam depends on."""
     siblings = {d.name for d in dists}
+    front_ends = [d.name for d in dists if d.kind == "front end"]
     composition = [d.name for d in dists if d.kind == "composition"]
     implementations = [d.name for d in dists if d.kind.startswith("implementation")]
     seams = [d for d in dists if d.kind == "seam"]
@@ -139,11 +148,13 @@ def layers(dists: list[Dist]) -> str:
         deps = [n for n in _ordered(seam.requires, siblings) if n in siblings]
         seam_rows.append(seam.name.ljust(seam_width) + "──► " + (", ".join(deps) or "nothing"))
     arrow = " " * 40 + "│"
-    for row in (*composition, *implementations, *seam_rows):
+    for row in (*front_ends, *composition, *implementations, *seam_rows):
         if len(row) > _WIDTH - 4:
             raise SystemExit(f"{row!r} does not fit in the layer drawing")
     lines = [
         "```text",
+        *_box("front ends", _columns(front_ends)),
+        arrow + " the composition and the seams only",
         *_box("composition", _columns(composition)),
         arrow + " may depend on anything below",
         *_box("implementations", _columns(implementations)),

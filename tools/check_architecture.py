@@ -2,7 +2,8 @@
 
 - every distribution under packages/ has a known role (seam, implementation, composition);
 - a seam depends on seams only; an implementation on seams, `dsh-paths` and third-party libraries;
-  only the composition package may depend on implementations;
+  only the composition package may depend on implementations; a front end (`dsh-acp`) on the
+  composition, the seams and third-party libraries;
 - the sibling dependency graph has no cycle;
 - inside a package, the module-level imports between its own modules have no cycle. Imports
   under ``if TYPE_CHECKING:`` count: a type-only import is not a cycle at run time, but it
@@ -55,6 +56,9 @@ IMPLEMENTATIONS = frozenset(
     }
 )
 COMPOSITION = frozenset({"dsh-agent-core"})
+# Front ends over the composition (an editor's agent): they depend on the composition and the
+# seams, never on an implementation directly; the composition reaches them through an extra.
+FRONT_ENDS = frozenset({"dsh-acp"})
 # Implementations may lean on these implementation packages as if they were seams.
 SHARED_IMPLEMENTATIONS = frozenset({"dsh-paths"})
 
@@ -65,6 +69,7 @@ IMPORT_TO_DIST = {
     "_pytest": "pytest",
     "pytest_asyncio": "pytest-asyncio",
     "psycopg": "psycopg",
+    "acp": "agent-client-protocol",
 }
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -149,7 +154,7 @@ def _closure(name: str, packages: dict[str, Package]) -> set[str]:
 def _role_violations(pkg: Package, siblings: set[str]) -> list[str]:
     errors: list[str] = []
     name = pkg.name
-    if name not in SEAMS | IMPLEMENTATIONS | COMPOSITION:
+    if name not in SEAMS | IMPLEMENTATIONS | COMPOSITION | FRONT_ENDS:
         return [
             f"{name}: not a known distribution; add it to docs/concepts/architecture.md and "
             "this checker"
@@ -160,6 +165,10 @@ def _role_violations(pkg: Package, siblings: set[str]) -> list[str]:
             errors.append(f"{name}: a seam may depend only on seams, not on {dep}")
         elif name in IMPLEMENTATIONS and dep not in SEAMS | SHARED_IMPLEMENTATIONS:
             errors.append(f"{name}: an implementation may not depend on implementation {dep}")
+        elif name in FRONT_ENDS and dep not in SEAMS | SHARED_IMPLEMENTATIONS | COMPOSITION:
+            errors.append(
+                f"{name}: a front end depends on the composition and the seams, not on {dep}"
+            )
     return errors
 
 

@@ -1,14 +1,15 @@
 """Run inside an environment where dsh-agent-core was installed WITHOUT its extras.
 
-``pip install dsh-agent-core`` carries only the local parts: PostgreSQL (``[postgres]``) and the
-MCP servers (``[mcp]``) are extras. This checks, on the real install, that
+``pip install dsh-agent-core`` carries only the local parts: PostgreSQL (``[postgres]``), the
+MCP servers (``[mcp]``) and the editors' agent ``dsh acp`` (``[acp]``) are extras. This checks,
+on the real install, that
 
 1. neither extra's distributions nor what they pull are installed (psycopg, psycopg-pool, the
    MCP SDK and its server stack) and none of their modules can be imported;
 2. ``dsh --help`` and the keyless ``dsh demo`` work;
 3. a configuration asking for a PostgreSQL backend or an MCP server is refused with one line
    naming the extra (``dsh: error: ... needs dsh-agent-core[postgres]: pip install ...``) and a
-   nonzero exit status.
+   nonzero exit status, and so is ``dsh acp``.
 
 Usage: ``python tools/check_bare_install.py`` (``nox -s bare`` builds the wheels and runs it in
 a fresh environment). Exits 1 naming every check that failed.
@@ -31,13 +32,23 @@ ABSENT_DISTRIBUTIONS = (
     "psycopg-binary",
     "psycopg-pool",
     "mcp",
+    "dsh-acp",
+    "agent-client-protocol",
     "starlette",
     "uvicorn",
     "cryptography",
 )
 """What the extras bring, none of which a bare install may hold."""
 
-ABSENT_MODULES = ("dsh_persistence_postgres", "dsh_tool_mcp", "psycopg", "psycopg_pool", "mcp")
+ABSENT_MODULES = (
+    "dsh_persistence_postgres",
+    "dsh_tool_mcp",
+    "dsh_acp",
+    "psycopg",
+    "psycopg_pool",
+    "mcp",
+    "acp",
+)
 
 REFUSALS = {
     "postgres": (
@@ -52,6 +63,9 @@ REFUSALS = {
     ),
 }
 """Per extra: a config asking for its part, and the one line ``dsh`` must answer with."""
+
+ACP_REFUSAL = "dsh: error: dsh acp needs dsh-agent-core[acp]: pip install 'dsh-agent-core[acp]'"
+"""The one line ``dsh acp`` answers with when the ``[acp]`` extra is not installed."""
 
 
 def _installed(name: str) -> bool:
@@ -105,6 +119,15 @@ def check(scratch: Path) -> list[str]:
                 f"a config asking for [{extra}]: exit {done.returncode}, stderr {lines!r}; "
                 f"expected a nonzero exit and the one line {expected!r}"
             )
+    home = scratch / "acp"
+    home.mkdir()
+    done = _dsh(home, "acp")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    if done.returncode == 0 or lines != [ACP_REFUSAL]:
+        failures.append(
+            f"dsh acp: exit {done.returncode}, stderr {lines!r}; expected a nonzero exit and "
+            f"the one line {ACP_REFUSAL!r}"
+        )
     return failures
 
 
@@ -118,7 +141,7 @@ def main() -> int:
         return 1
     print(
         "bare dsh-agent-core: no extra installed; dsh --help and dsh demo work; "
-        "postgres and MCP configs are refused naming their extra"
+        "postgres and MCP configs, and dsh acp, are refused naming their extra"
     )
     return 0
 

@@ -23,8 +23,9 @@ if TYPE_CHECKING:  # conftest's classes, for the annotations only
 HEAVY = ("dsh_agent_core._harness", "dsh_agent_core._config", "pydantic", "httpx", "prompt_toolkit")
 """What `dsh --help` (or a command's) has no use for."""
 
-CONFIGURED_ONLY = ("psycopg", "mcp")
-"""PostgreSQL's driver and the MCP SDK: imported only when the configuration uses them."""
+CONFIGURED_ONLY = ("psycopg", "mcp", "acp", "dsh_acp")
+"""PostgreSQL's driver, the MCP SDK and the ACP agent: imported only when the configuration (or
+``dsh acp``) uses them."""
 
 
 def _imported(dsh: Dsh, *args: str) -> tuple[int, set[str], str]:
@@ -49,7 +50,9 @@ def _loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "args", [["--help"], ["run", "--help"], ["sessions", "--help"]], ids=" ".join
+    "args",
+    [["--help"], ["run", "--help"], ["sessions", "--help"], ["acp", "--help"]],
+    ids=" ".join,
 )
 def test_help_imports_no_harness_models_or_configured_backends(dsh: Dsh, args: list[str]) -> None:
     code, modules, stderr = _imported(dsh, *args)

@@ -12,6 +12,10 @@ command.
   SIGTERM or SIGHUP (running commands killed, logs flushed and closed), then ``SystemExit(128 +
   signum)``; the ``dsh`` command runs its agents inside it.
 - ``SessionStatusRow``: what ``session_status`` and ``dsh sessions`` report.
+- ``SessionGrants``, ``grant_kind``, ``log_grant``: "allow for this session" approvals as every
+  answerer (the terminal, an editor through ``dsh acp``) gives and logs them.
+- ``pin_permissions``, ``logged_sandbox_mode``, ``logged_approval_policy``,
+  ``PERMISSION_PRESETS``: a session's sandbox mode and approval policy, as its log records them.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ if TYPE_CHECKING:
         SandboxUnavailableError,
         UnknownPresetError,
     )
+    from dsh_agent_core._grants import GRANT_COMMAND, SessionGrants, grant_kind, log_grant
     from dsh_agent_core._harness import (
         Harness,
         build_persistence,
@@ -80,6 +85,12 @@ if TYPE_CHECKING:
         ProviderQueryError,
         ScriptedReplies,
     )
+    from dsh_agent_core._permissions import (
+        PERMISSION_PRESETS,
+        logged_approval_policy,
+        logged_sandbox_mode,
+        pin_permissions,
+    )
     from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
     from dsh_agent_core._session_tools import (
         ChildFailedError,
@@ -101,7 +112,9 @@ __all__ = [
     "BUILTIN_SYSTEM_PROMPT",
     "CONFIG_FILE_NAME",
     "DISCOVERY_TIMEOUT",
+    "GRANT_COMMAND",
     "INSTRUCTIONS_PLUGIN",
+    "PERMISSION_PRESETS",
     "SERVED_MODELS_TIMEOUT",
     "SHUTDOWN_SIGNALS",
     "BashConfig",
@@ -134,6 +147,7 @@ __all__ = [
     "SandboxUnavailableError",
     "ScriptedReplies",
     "SessionCreateTool",
+    "SessionGrants",
     "SessionHost",
     "SessionResultTool",
     "SessionStatus",
@@ -153,12 +167,17 @@ __all__ = [
     "compose",
     "discover_skills",
     "fallback_title",
+    "grant_kind",
     "instruction_files",
     "interrupted_child_notice",
     "load_config",
     "load_instructions",
+    "log_grant",
+    "logged_approval_policy",
+    "logged_sandbox_mode",
     "missing_window_hint",
     "parse_route",
+    "pin_permissions",
     "shutdown_on_signals",
     "split_route",
 ]
@@ -196,6 +215,10 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "_errors",
     "SandboxUnavailableError": "_errors",
     "UnknownPresetError": "_errors",
+    "GRANT_COMMAND": "_grants",
+    "SessionGrants": "_grants",
+    "grant_kind": "_grants",
+    "log_grant": "_grants",
     "Harness": "_harness",
     "build_persistence": "_harness",
     "compose": "_harness",
@@ -213,6 +236,10 @@ _HOMES: dict[str, str] = {
     "ProviderQueryError": "_models",
     "ScriptedReplies": "_models",
     "SERVED_MODELS_TIMEOUT": "_served",
+    "PERMISSION_PRESETS": "_permissions",
+    "logged_approval_policy": "_permissions",
+    "logged_sandbox_mode": "_permissions",
+    "pin_permissions": "_permissions",
     "ChildFailedError": "_session_tools",
     "ChildWorkspaceRefusedError": "_session_tools",
     "SessionCreateTool": "_session_tools",

@@ -42,12 +42,13 @@ class HomeConflictError(ConfigError):
 class MissingExtraError(DshError):
     """The configuration asks for a part that comes with an extra of dsh-agent-core that is not
     installed: ``part`` names what was asked for (``persistence backend "postgres"``, ``MCP
-    server "github"``), ``extra`` the extra that brings it (``postgres``, ``mcp``)."""
+    server "github"``), ``extra`` the extra that brings it (``postgres``, ``mcp``, ``acp``).
+    ``by_config=False``: the part is asked for by a command (``dsh acp``), not the config."""
 
-    def __init__(self, part: str, extra: str) -> None:
+    def __init__(self, part: str, extra: str, *, by_config: bool = True) -> None:
+        asked = f"the config's {part}" if by_config else part
         super().__init__(
-            f"the config's {part} needs dsh-agent-core[{extra}]: "
-            f"pip install 'dsh-agent-core[{extra}]'"
+            f"{asked} needs dsh-agent-core[{extra}]: pip install 'dsh-agent-core[{extra}]'"
         )
         self.part = part
         self.extra = extra

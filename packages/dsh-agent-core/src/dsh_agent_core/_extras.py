@@ -2,7 +2,8 @@
 
 ``pip install dsh-agent-core`` brings the local parts only; ``[postgres]`` adds the PostgreSQL
 backend (dsh-persistence-postgres: psycopg and its pool) and ``[mcp]`` the MCP servers' tools
-(dsh-tool-mcp: the MCP SDK and its HTTP server stack); ``[all]`` both. A configuration that asks
+(dsh-tool-mcp: the MCP SDK and its HTTP server stack), ``[acp]`` the editors' agent ``dsh acp``
+(dsh-acp: the Agent Client Protocol SDK); ``[all]`` every one. A configuration that asks
 for a part whose extra is not installed is refused with `MissingExtraError`, one line naming
 the extra; one that does not ask never imports it.
 """
@@ -38,12 +39,13 @@ __all__ = [
 
 _log = logging.getLogger("dsh_agent_core")
 
-Extra = Literal["postgres", "mcp"]
+Extra = Literal["postgres", "mcp", "acp"]
 """An extra of dsh-agent-core that brings a part a configuration may ask for."""
 
 EXTRA_MODULES: Mapping[Extra, str] = {
     "postgres": "dsh_persistence_postgres",
     "mcp": "dsh_tool_mcp",
+    "acp": "dsh_acp",
 }
 """The import name of the distribution each extra brings."""
 

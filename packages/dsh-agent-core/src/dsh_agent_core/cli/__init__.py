@@ -390,6 +390,43 @@ async def models_command(state: State, as_json: bool, within: float) -> None:
         err.print(f"{failed} of {len(rows)} providers did not say what they serve", markup=False)
 
 
+@cli.command("acp")
+@click.option("--model", help="provider:model of new sessions (default: the config's model).")
+@click.option(
+    "--sandbox",
+    "sandbox_mode",
+    type=click.Choice(SANDBOX_MODES),
+    help="Where commands may write (default: the config's, else workspace-write).",
+)
+@click.option(
+    "--approval",
+    type=click.Choice(["ask", "never"]),
+    help="Ask the editor before widening the sandbox, or never (default: ask).",
+)
+@click.pass_obj
+@async_command
+async def acp_command(
+    state: State, model: str | None, sandbox_mode: str | None, approval: str | None
+) -> None:
+    """The agent an editor runs (Zed, JetBrains, Neovim): the Agent Client Protocol on
+    standard input and output. Every session it drives is an ordinary dsh session (same log,
+    same `dsh sessions` commands). Needs dsh-agent-core[acp]."""
+    from dsh_agent_core._errors import MissingExtraError
+    from dsh_agent_core._extras import extra_installed
+
+    if not extra_installed("acp"):
+        raise MissingExtraError("dsh acp", "acp", by_config=False)
+    sandbox: dict[str, Any] = {}
+    if sandbox_mode is not None:
+        sandbox["mode"] = sandbox_mode
+    if approval is not None:
+        sandbox["approval"] = approval
+    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
+    from dsh_acp import serve_stdio
+
+    await serve_stdio(config, model=model)
+
+
 cli.add_command(run)
 cli.add_command(sessions)
 

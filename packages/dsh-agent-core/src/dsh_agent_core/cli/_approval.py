@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from dsh_agent import ApprovalAnswerer, ApprovalOutcome, ApprovalRequest
+from dsh_agent_core._grants import GRANT_COMMAND, log_grant
+from dsh_agent_core._grants import grant_kind as request_kind
 from dsh_agent_core.cli._render import edit_diff
 from dsh_agent_core.cli._terminal import terminal_text
 
@@ -39,13 +38,9 @@ __all__ = [
     "terminal_answerer",
 ]
 
-GRANT_COMMAND = "allow-for-session"
-"""The command name an "allow for this session" answer is logged under."""
-
 ANSWER_HINT = "a allow once · s allow for this session · r reject · r <message> reject and tell"
 """The answers a question takes, as the prompt shows them."""
 
-_ESCALATION = re.compile(r"^escalate sandbox to (\S+?):")
 _PREVIEW_LINES = 8
 _LINE_LIMIT = 64 * 1024
 """The most bytes of one answer line read before it is taken as it is."""
@@ -58,31 +53,10 @@ def shown(text: str) -> str:
     return terminal_text(text, one_line=True)
 
 
-def request_kind(request: ApprovalRequest) -> tuple[str, str]:
-    """What a session grant covers: the tool, and the sandbox it asks for (``""``: none)."""
-    found = _ESCALATION.match(request.reason or "")
-    return request.tool_name, found.group(1) if found else ""
-
-
 @dataclass
 class _Question:
     request: ApprovalRequest
     answer: asyncio.Future[str]
-
-
-def log_grant(request: ApprovalRequest, kind: tuple[str, str]) -> None:
-    """Log an "allow for this session" answer in the asking agent's session, as the command the
-    user gave (``command/run`` + ``command/done``: format v0 has no event of its own for it,
-    and the TypeScript harness refuses a type outside its inventory)."""
-    tool, sandbox = kind
-    command_id = f"command-{uuid.uuid4()}"
-    args = f"{tool} {sandbox}".strip()
-    run: dict[str, Any] = {"commandId": command_id, "name": GRANT_COMMAND, "args": args}
-    run["source"] = {"kind": "user"}
-    request.agent.session.append("command/run", run)
-    done: dict[str, Any] = {"commandId": command_id, "kind": "success"}
-    done["text"] = f"allowed for this session: {args}"
-    request.agent.session.append("command/done", done)
 
 
 def tell_the_model(request: ApprovalRequest, message: str) -> None:

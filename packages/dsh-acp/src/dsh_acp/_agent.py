@@ -1,0 +1,390 @@
+"""`DshAcpAgent`: the ACP agent over a composed dsh `Harness`.
+
+Each ACP session is an ordinary dsh session: ``session/new`` creates one in the editor's
+working directory, ``session/load`` resumes a stored one (any dsh session: one started in a
+terminal too) and replays its conversation, ``session/prompt`` runs one turn and streams it,
+``session/cancel`` cancels it (the log keeps what was said), ``session/set_mode`` sets the sandbox
+mode as the terminal's ``/permissions`` does."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    StopReason,
+    Usage,
+)
+
+from dsh_acp._approvals import EditorApprovals, PermissionClient
+from dsh_acp._errors import (
+    AcpInputError,
+    SessionBusyError,
+    UnknownSessionError,
+    to_request_error,
+)
+from dsh_acp._prompt import PromptBlock, prompt_text
+from dsh_acp._updates import UpdateSink, UpdateStream, UpdateTranslator
+from dsh_agent import Agent
+from dsh_agent_core import (
+    DshError,
+    Harness,
+    logged_approval_policy,
+    logged_sandbox_mode,
+    pin_permissions,
+)
+from dsh_session import SessionEvent, message_parts
+from dsh_shell import SANDBOX_MODES, SandboxMode
+from dsh_tools import ToolExecution
+
+__all__ = ["MAX_SESSION_ID_CHARS", "SESSION_MODES", "DshAcpAgent"]
+
+_log = logging.getLogger("dsh_acp")
+
+T = TypeVar("T")
+
+MAX_SESSION_ID_CHARS = 512
+"""The longest session id an editor may name."""
+
+SESSION_MODES: Final[dict[SandboxMode, tuple[str, str]]] = {
+    "read-only": ("Read only", "Commands and file tools may read; nothing is written."),
+    "workspace-write": (
+        "Workspace write",
+        "Commands and file tools may write inside the session's folder; asks to go further.",
+    ),
+    "danger-full-access": (
+        "Full access",
+        "Commands run unconfined, with your rights; nothing is asked.",
+    ),
+}
+"""The session modes offered: the sandbox modes, as ``session/set_mode`` ids."""
+
+_STOP_REASONS: Final[dict[str, StopReason]] = {
+    "completed": "end_turn",
+    "max-tokens": "max_tokens",
+    "blocked": "refusal",
+    "aborted": "cancelled",
+}
+
+
+class AgentClient(UpdateSink, PermissionClient):
+    """What the agent uses of the editor's end of the connection."""
+
+
+@dataclass
+class _Live:
+    """One session the editor drives."""
+
+    agent: Agent
+    translator: UpdateTranslator
+    stream: UpdateStream
+    unsubscribe: Callable[[], None]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("dsh-acp")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+async def _served(call: Awaitable[T]) -> T:
+    """``call``, its dsh errors as the JSON-RPC errors the editor reads."""
+    try:
+        return await call
+    except AcpInputError as error:
+        raise to_request_error(error) from None
+    except DshError as error:
+        message = str(error)
+        if "environment variable" in message and "is not set" in message:
+            raise RequestError(-32000, message, {"message": message}) from None  # auth required
+        raise RequestError(-32603, message, {"message": message}) from None
+
+
+class DshAcpAgent:
+    """The ACP agent (``acp.run_agent(DshAcpAgent(harness))``): ``model`` is the
+    ``provider:model`` of new sessions (default: the configuration's)."""
+
+    def __init__(self, harness: Harness, *, model: str | None = None) -> None:
+        self.harness = harness
+        self.model = model
+        self._client: AgentClient | None = None
+        self._sessions: dict[str, _Live] = {}
+        self._client_capabilities = ClientCapabilities()
+        self._disposers: list[Callable[[], None]] = []
+
+    # -- the connection -----------------------------------------------------------------------
+
+    def on_connect(self, conn: Any) -> None:
+        """Keep the editor's end and register the approval answerer and output listener."""
+        self._client = conn
+        approvals = EditorApprovals(conn, self._cwd_of)
+        self._disposers.append(self.harness.extensions.approval.add(approvals))
+        self._disposers.append(self.harness.extensions.tool_output.add(self._tool_output))
+
+    def _cwd_of(self, session_id: str) -> str | None:
+        live = self._sessions.get(session_id)
+        if live is None:
+            return None
+        return live.agent.cwd or os.getcwd()
+
+    @property
+    def client(self) -> AgentClient:
+        """The editor's end of the connection."""
+        if self._client is None:
+            raise RuntimeError("the agent is not connected")
+        return self._client
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """The protocol version (the client's, when this agent speaks it) and what the agent
+        offers: loading sessions, prompts of text, resource links and embedded text."""
+        if client_capabilities is not None:
+            self._client_capabilities = client_capabilities
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=True
+                ),
+                mcp_capabilities=McpCapabilities(http=False, sse=False),
+            ),
+            auth_methods=[],
+            agent_info=Implementation(name="dsh", title="DeepSeek Harness", version=_version()),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        """No method is offered: a provider's key comes from its environment variable."""
+        raise RequestError.invalid_params(
+            {"message": f"no authentication method {method_id[:100]!r}: set the provider's key "
+             "variable (dsh config shows which) before the editor starts dsh acp"}
+        )  # fmt: skip
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _attach(self, agent: Agent) -> _Live:
+        translator = UpdateTranslator(agent.cwd)
+        stream = UpdateStream(self.client, agent.id)
+
+        def on_event(event: SessionEvent) -> None:
+            stream.push(translator.live(event))
+
+        subscription = agent.session.subscribe(on_event)
+        live = _Live(agent, translator, stream, subscription.close)
+        self._sessions[agent.id] = live
+        return live
+
+    def _modes(self, agent: Agent) -> SessionModeState:
+        mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
+        return SessionModeState(
+            current_mode_id=mode,
+            available_modes=[
+                SessionMode(id=mode_id, name=name, description=description)
+                for mode_id, (name, description) in SESSION_MODES.items()
+            ],
+        )
+
+    def _ignored_mcp_servers(self, servers: list[Any] | None) -> None:
+        if servers:
+            names = ", ".join(str(getattr(server, "name", "?"))[:100] for server in servers[:8])
+            _log.warning("MCP servers sent by the editor are not started yet: %s", names)
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        """A new dsh session working in ``cwd`` (an absolute path to a folder)."""
+        return await _served(self._new_session(cwd, mcp_servers))
+
+    async def _new_session(self, cwd: str, mcp_servers: list[Any] | None) -> NewSessionResponse:
+        if not os.path.isabs(cwd) or not os.path.isdir(cwd):  # noqa: ASYNC240 (one stat)
+            raise AcpInputError(f"cwd {cwd[:4096]!r} is not an absolute path to a folder")
+        self._ignored_mcp_servers(mcp_servers)
+        self.harness.check_route(self.model)
+        self.harness.check_sandbox(self.harness.config.sandbox.mode)
+        agent = await self.harness.create(model=self.model, cwd=cwd)
+        self._attach(agent)
+        return NewSessionResponse(session_id=agent.id, modes=self._modes(agent))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Resume the stored session ``session_id`` and replay its conversation as updates
+        (all sent before the answer)."""
+        return await _served(self._load_session(session_id, mcp_servers))
+
+    async def _load_session(
+        self, session_id: str, mcp_servers: list[Any] | None
+    ) -> LoadSessionResponse:
+        if len(session_id) > MAX_SESSION_ID_CHARS:
+            raise UnknownSessionError(session_id[:100] + "…", "the id is too long")
+        self._ignored_mcp_servers(mcp_servers)
+        live = self._sessions.get(session_id)
+        if live is None:
+            if await self.harness.persistence.stat(session_id) is None:
+                raise UnknownSessionError(session_id, "no such session is stored")
+            agent = await self.harness.resume(session_id)
+            mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
+            self.harness.check_sandbox(mode)
+            live = self._attach(agent)
+        live.stream.push(live.translator.replay(live.agent.session.events))
+        await live.stream.drain()
+        return LoadSessionResponse(modes=self._modes(live.agent))
+
+    def _live(self, session_id: str) -> _Live:
+        live = self._sessions.get(session_id[: MAX_SESSION_ID_CHARS + 1])
+        if live is None:
+            raise UnknownSessionError(
+                session_id[:MAX_SESSION_ID_CHARS],
+                "no such session here (create it with session/new or session/load)",
+            )
+        return live
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        """Run one turn on ``prompt`` and stream it; the answer comes once the turn ended and
+        every update was sent."""
+        return await _served(self._prompt(session_id, prompt))
+
+    async def _prompt(self, session_id: str, prompt: list[PromptBlock]) -> PromptResponse:
+        live = self._live(session_id)
+        if live.agent.status == "running":
+            raise SessionBusyError(live.agent.id, "a prompt")
+        text = prompt_text(prompt)
+        start = len(live.agent.session.events)
+        live.translator.last_reason = None
+        live.agent.followup(text)
+        try:
+            await live.agent.wait_idle()
+        except BaseException:
+            live.agent.cancel()  # the request itself was cancelled: the editor went away
+            raise
+        await live.stream.drain()
+        reason = live.translator.last_reason
+        kind = reason.get("kind") if isinstance(reason, dict) else None
+        stop = _STOP_REASONS.get(str(kind))
+        if stop is None:  # an error: say so in the answer, the turn is over
+            problem = reason.get("error") if isinstance(reason, dict) else None
+            live.stream.push(_error_notice(kind, problem))
+            await live.stream.drain()
+            stop = "end_turn"
+        return PromptResponse(stop_reason=stop, usage=_usage(live.agent.session.events[start:]))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """Cancel the session's running turn (nothing when none runs or the session is not
+        this agent's)."""
+        live = self._sessions.get(session_id[: MAX_SESSION_ID_CHARS + 1])
+        if live is not None:
+            live.agent.cancel()
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        """Set the session's sandbox mode (one of `SESSION_MODES`), keeping whether it asks,
+        as the terminal's ``/permissions`` does; refused while a turn runs."""
+        return await _served(self._set_mode(session_id, mode_id))
+
+    async def _set_mode(self, session_id: str, mode_id: str) -> SetSessionModeResponse:
+        live = self._live(session_id)
+        mode = next((m for m in SANDBOX_MODES if m == mode_id), None)
+        if mode is None:
+            raise AcpInputError(f"mode {mode_id[:100]!r} is not one of {', '.join(SESSION_MODES)}")
+        if live.agent.status == "running":
+            raise SessionBusyError(live.agent.id, "a mode change")
+        self.harness.check_sandbox(mode)
+        session = live.agent.session
+        policy = logged_approval_policy(session) or self.harness.config.sandbox.approval_policy
+        pin_permissions(session, mode, "never" if policy == "never" else "ask")
+        return SetSessionModeResponse()
+
+    # -- tool output --------------------------------------------------------------------------
+
+    def _tool_output(self, execution: ToolExecution, text: str) -> None:
+        session_id = execution.session_id
+        live = self._sessions.get(session_id) if session_id is not None else None
+        if live is not None:
+            live.stream.push(live.translator.output(execution.call_id, text))
+
+    # -- closing ------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Cancel every running turn and stop sending updates; the harness closes the logs."""
+        for dispose in reversed(self._disposers):
+            dispose()
+        self._disposers.clear()
+        for live in list(self._sessions.values()):
+            live.agent.cancel()
+            live.unsubscribe()
+            with contextlib.suppress(Exception):
+                await live.stream.aclose()
+        self._sessions.clear()
+
+
+def _error_notice(kind: object, problem: object) -> list[Any]:
+    from acp import update_agent_message_text
+
+    detail = problem.get("message") if isinstance(problem, dict) else problem
+    text = f"\n\n(the turn ended: {kind or 'unknown'}{f': {detail}' if detail else ''})"
+    return [update_agent_message_text(text[:4096])]
+
+
+def _usage(events: Sequence[SessionEvent]) -> Usage | None:
+    """The tokens the turn's model calls used, from their ``assistant/message`` usage."""
+    totals = {"inputTokens": 0, "outputTokens": 0, "reasoningTokens": 0, "cacheReadTokens": 0}
+    seen = False
+    for event in events:
+        if event.type != "assistant/message" or not isinstance(event.data, dict):
+            continue
+        usage = event.data.get("usage")
+        if not isinstance(usage, dict) and message_parts(event.type, event.data) is not None:
+            message = event.data.get("message")
+            usage = message.get("usage") if isinstance(message, dict) else None
+        if not isinstance(usage, dict):
+            continue
+        seen = True
+        for key in totals:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                totals[key] += value
+    if not seen:
+        return None
+    return Usage(
+        input_tokens=totals["inputTokens"],
+        output_tokens=totals["outputTokens"],
+        total_tokens=totals["inputTokens"] + totals["outputTokens"],
+        thought_tokens=totals["reasoningTokens"] or None,
+        cached_read_tokens=totals["cacheReadTokens"] or None,
+    )

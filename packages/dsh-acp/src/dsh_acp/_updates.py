@@ -1,0 +1,262 @@
+"""A dsh session's events as ACP ``session/update`` notifications, live and replayed.
+
+`UpdateTranslator` turns each event into the updates it means: streamed text and reasoning as
+message and thought chunks, a ``tool/call`` as a tool call (pending, with its kind, title,
+locations and, for an edit or a write, its diff), an allowed approval or the first output as
+in progress, the ``tool/result`` as completed or failed with its output. Replaying a stored log
+(``session/load``) reads the finished messages instead of the chunks, and the user's prompts.
+`UpdateStream` sends them to the editor in order, one at a time, from a queue the synchronous
+session subscriber feeds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from acp import (
+    start_tool_call,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_tool_call,
+    update_user_message_text,
+)
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from dsh_acp._calls import OUTPUT_TAIL_CHARS, CallContent, call_view, output_content
+from dsh_session import SessionEvent, message_parts
+
+__all__ = ["SessionUpdate", "UpdateSink", "UpdateStream", "UpdateTranslator", "result_text"]
+
+_log = logging.getLogger("dsh_acp")
+
+SessionUpdate = (
+    UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+)
+"""An update this agent sends."""
+
+
+class UpdateSink(Protocol):
+    """Where updates go: the editor's end of the connection (``session/update``)."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        """Send ``update`` for ``session_id``."""
+        ...
+
+
+def _texts(blocks: Iterable[Any], kind: str) -> str:
+    return "".join(
+        str(block.get("text", ""))
+        for block in blocks
+        if isinstance(block, Mapping) and block.get("type") == kind
+    )
+
+
+def result_text(data: object) -> tuple[str, bool]:
+    """A ``tool/result``'s text (its text blocks, in either message shape) and whether it is
+    an error."""
+    parts = message_parts("tool/result", data)
+    if parts is None:
+        return "", False
+    return _texts(parts.result or [], "text"), bool(parts.is_error)
+
+
+@dataclass
+class _Call:
+    content: list[CallContent] = field(default_factory=list)
+    output: str = ""
+    running: bool = False
+
+
+class UpdateTranslator:
+    """Turns one session's events into updates (see the module docs); ``cwd`` makes the
+    paths of tool calls absolute."""
+
+    def __init__(self, cwd: str | None) -> None:
+        self.cwd = cwd
+        self._calls: dict[str, _Call] = {}
+        self._approvals: dict[str, str] = {}  # approval id -> call id
+        self._streamed = False  # this step streamed chunks (else the message says it all)
+        self.last_reason: Any = None
+        """The ``reason`` of the last ``turn/end`` seen."""
+
+    # -- live ---------------------------------------------------------------------------------
+
+    def live(self, event: SessionEvent) -> list[SessionUpdate]:
+        """What ``event`` adds while a turn runs."""
+        data: Any = event.data if isinstance(event.data, dict) else {}
+        kind = event.type
+        if kind == "step/start":
+            self._streamed = False
+        elif kind == "assistant/chunk":
+            chunk = data.get("chunk")
+            if isinstance(chunk, Mapping):
+                return self._chunk(chunk)
+        elif kind == "assistant/message" and not self._streamed:
+            return self._message(data)
+        elif kind == "tool/call":
+            return [self._start(data)]
+        elif kind == "approval/asked":
+            if isinstance(data.get("id"), str) and isinstance(data.get("callId"), str):
+                self._approvals[data["id"]] = data["callId"]
+        elif kind == "approval/decided":
+            call_id = self._approvals.pop(str(data.get("id")), None)
+            if call_id is not None and data.get("outcome") == "allowed-once":
+                return self.running(call_id)
+        elif kind == "tool/result":
+            return self._result(data)
+        elif kind == "turn/end":
+            self.last_reason = data.get("reason")
+        return []
+
+    def _chunk(self, chunk: Mapping[str, Any]) -> list[SessionUpdate]:
+        text = chunk.get("text")
+        if not isinstance(text, str) or not text:
+            return []
+        if chunk.get("type") == "text-delta":
+            self._streamed = True
+            return [update_agent_message_text(text)]
+        if chunk.get("type") == "reasoning-delta":
+            self._streamed = True
+            return [update_agent_thought_text(text)]
+        return []
+
+    def running(self, call_id: str) -> list[SessionUpdate]:
+        """The call is running now (once)."""
+        call = self._calls.get(call_id)
+        if call is None or call.running:
+            return []
+        call.running = True
+        return [update_tool_call(call_id, status="in_progress")]
+
+    def output(self, call_id: str, text: str) -> list[SessionUpdate]:
+        """A running call reported ``text``: the output so far (its bounded tail) as the call's
+        content, after its diff if it has one."""
+        call = self._calls.get(call_id)
+        if call is None:
+            return []
+        updates = self.running(call_id)
+        call.output = (call.output + text)[-OUTPUT_TAIL_CHARS:]
+        content = [*call.content, output_content(call.output)]
+        updates.append(update_tool_call(call_id, status="in_progress", content=content))
+        return updates
+
+    def _start(self, data: Mapping[str, Any]) -> ToolCallStart:
+        call_id = str(data.get("callId"))
+        view = call_view(str(data.get("name")), data.get("arguments"), self.cwd)
+        self._calls[call_id] = _Call(content=list(view.content))
+        return start_tool_call(
+            call_id,
+            view.title,
+            kind=view.kind,
+            status="pending",
+            content=view.content or None,
+            locations=view.locations or None,
+            raw_input=view.raw_input,
+        )
+
+    def _result(self, data: Mapping[str, Any]) -> list[SessionUpdate]:
+        parts = message_parts("tool/result", data)
+        call_id = data.get("callId") or (parts.call_id if parts is not None else None)
+        if not isinstance(call_id, str):
+            return []
+        call = self._calls.pop(call_id, _Call())
+        text, failed = result_text(data)
+        content = [*call.content, *([output_content(text)] if text.strip() else [])]
+        return [
+            update_tool_call(
+                call_id,
+                status="failed" if failed else "completed",
+                content=content,
+                raw_output={"text": text[-OUTPUT_TAIL_CHARS:], "isError": failed},
+            )
+        ]
+
+    def _message(self, data: object) -> list[SessionUpdate]:
+        parts = message_parts("assistant/message", data)
+        if parts is None:
+            return []
+        updates: list[SessionUpdate] = []
+        thought = _texts(parts.content, "reasoning")
+        if thought:
+            updates.append(update_agent_thought_text(thought))
+        answer = _texts(parts.content, "text")
+        if answer:
+            updates.append(update_agent_message_text(answer))
+        return updates
+
+    # -- replay -------------------------------------------------------------------------------
+
+    def replay(self, events: Iterable[SessionEvent]) -> list[SessionUpdate]:
+        """The updates that show a stored log's conversation: each user prompt, each
+        answer (reasoning, then text), each tool call with its result."""
+        updates: list[SessionUpdate] = []
+        for event in events:
+            if event.type == "user/message":
+                parts = message_parts("user/message", event.data)
+                source = parts.source if parts is not None else None
+                if parts is None or (source is not None and source.get("kind") == "plugin"):
+                    continue  # a notice a plugin gave the model, not what the user typed
+                text = _texts(parts.content, "text")
+                if text:
+                    updates.append(update_user_message_text(text))
+            elif event.type == "assistant/message":
+                updates.extend(self._message(event.data))
+            elif event.type == "tool/call" and isinstance(event.data, dict):
+                updates.append(self._start(event.data))
+            elif event.type == "tool/result" and isinstance(event.data, dict):
+                updates.extend(self._result(event.data))
+        return updates
+
+
+class UpdateStream:
+    """Sends one session's updates to ``sink`` in order (a queue and one sender task); a send
+    that fails (the editor went away) is logged and the rest are dropped."""
+
+    def __init__(self, sink: UpdateSink, session_id: str) -> None:
+        self._sink = sink
+        self._session_id = session_id
+        self._queue: asyncio.Queue[SessionUpdate] = asyncio.Queue()
+        self._broken = False
+        self._task = asyncio.get_running_loop().create_task(self._send())
+
+    def push(self, updates: Iterable[SessionUpdate]) -> None:
+        """Queue ``updates`` (from any callback on the event loop)."""
+        if self._broken:
+            return
+        for update in updates:
+            self._queue.put_nowait(update)
+
+    async def drain(self) -> None:
+        """Wait until every queued update was sent (or dropped)."""
+        await self._queue.join()
+
+    async def _send(self) -> None:
+        while True:
+            update = await self._queue.get()
+            try:
+                if not self._broken:
+                    await self._sink.session_update(session_id=self._session_id, update=update)
+            except Exception as error:
+                self._broken = True
+                _log.warning("session %s: updates are no longer sent: %s", self._session_id, error)
+            finally:
+                self._queue.task_done()
+
+    async def aclose(self) -> None:
+        """Stop sending (what is still queued is dropped)."""
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        while not self._queue.empty():
+            self._queue.get_nowait()
+            self._queue.task_done()
