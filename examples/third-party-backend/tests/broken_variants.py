@@ -103,6 +103,7 @@ class WriteBackPersistence(MemoryPersistence):
         return builtins.list(self.writers)
 
     async def flush(self) -> None:
+        self.check_open("flush")
         for handle in self.pending_writers():
             await handle.flush()
 

@@ -22,6 +22,7 @@ from types import TracebackType
 
 from dsh_persistence import (
     Access,
+    PersistenceClosedError,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionHandleClosedError,
@@ -208,6 +209,14 @@ class MemoryPersistence:
         self.store = store if store is not None else MemoryStore()
         self._pending: dict[str, MemoryHandle] = {}  # created here, not materialized yet
         self._handles: set[MemoryHandle] = set()
+        self._closed = False
+
+    def check_open(self, operation: str, session_id: str = "") -> None:
+        """Refuse every call after ``aclose()`` with the seam's ``PersistenceClosedError``."""
+        if self._closed:
+            raise PersistenceClosedError(
+                session_id, backend="MemoryPersistence", operation=operation
+            )
 
     # --- bookkeeping the handles call ---------------------------------------------------------
 
@@ -233,6 +242,7 @@ class MemoryPersistence:
         self, header: SessionHeader, *, inherited_event_count: int = 0
     ) -> MemoryHandle:
         """Claim a new id and return its write handle; the log appears on the first append."""
+        self.check_open("create", header.id)
         header = materialize_create_header(header, inherited_event_count)
         session_id = header.id
         # An owner without a stored log is a session pending in some instance of this store.
@@ -245,6 +255,7 @@ class MemoryPersistence:
 
     async def open(self, session_id: str, access: Access) -> MemoryHandle:
         """Open a stored session (or one pending in this instance, for reading)."""
+        self.check_open("open", session_id)
         creator = self._pending.get(session_id)
         if creator is not None:
             if access == "write":
@@ -280,19 +291,23 @@ class MemoryPersistence:
 
     async def stat(self, session_id: str) -> SessionSnapshot | None:
         """The snapshot of ``session_id``, or ``None`` when this instance cannot see it."""
+        self.check_open("stat", session_id)
         return self._snapshot(session_id)
 
     async def list(self) -> builtins.list[SessionSnapshot]:
         """Every stored session, plus the ones pending in this instance."""
+        self.check_open("list")
         ids = sorted(self.store.logs.keys() | self._pending.keys())
         return [s for s in map(self._snapshot, ids) if s is not None]
 
     async def flush(self) -> None:
         """Publish every session this instance created and has not materialized yet."""
+        self.check_open("flush")
         for handle in builtins.list(self._pending.values()):
             await handle.flush()
 
     async def aclose(self) -> None:
         """Close every handle of this instance; safe to call more than once."""
+        self._closed = True
         for handle in builtins.list(self._handles):
             await handle.close()
