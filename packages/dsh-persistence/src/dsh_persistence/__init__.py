@@ -2,10 +2,12 @@
 
 Protocols (``SessionPersistence``, ``SessionHandle``), the ``SessionSnapshot`` of ``stat``/
 ``list``, the error vocabulary under ``SessionPersistenceError``, the pure validation helpers
-every backend shares, and ``export_session``. No storage runtime lives here; the backend contract
+every backend shares, ``export_session``, and the bases a backend builds on (``PersistenceBase``,
+``SessionHandleBase``: the bookkeeping the contract certifies, no storage). The backend contract
 suite is ``dsh_persistence.testing``.
 """
 
+from dsh_persistence._backend_base import PersistenceBase
 from dsh_persistence._barrier import flush_handles
 from dsh_persistence._errors import (
     PersistenceClosedError,
@@ -44,6 +46,7 @@ from dsh_persistence._validation import (
 __all__ = [
     "Access",
     "AppendBatch",
+    "PersistenceBase",
     "PersistenceClosedError",
     "SessionAlreadyExistsError",
     "SessionAlreadyOwnedError",
