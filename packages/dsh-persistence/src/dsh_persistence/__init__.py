@@ -9,6 +9,7 @@ suite is ``dsh_persistence.testing``.
 
 from dsh_persistence._backend_base import PersistenceBase
 from dsh_persistence._barrier import flush_handles
+from dsh_persistence._bulk import gc_paused
 from dsh_persistence._errors import (
     PersistenceClosedError,
     SessionAlreadyExistsError,
@@ -26,6 +27,7 @@ from dsh_persistence._export import export_session
 from dsh_persistence._handle_base import SessionHandleBase
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
 from dsh_persistence._snapshot import SessionSnapshot
+from dsh_persistence._text_columns import TEXT_COLUMN_ESCAPE, text_from_column, text_to_column
 from dsh_persistence._validation import (
     AppendBatch,
     assert_contiguous,
@@ -44,6 +46,7 @@ from dsh_persistence._validation import (
 )
 
 __all__ = [
+    "TEXT_COLUMN_ESCAPE",
     "Access",
     "AppendBatch",
     "PersistenceBase",
@@ -74,7 +77,10 @@ __all__ = [
     "export_session",
     "flush_handles",
     "format_version_refusal",
+    "gc_paused",
     "materialize_append_batch",
     "materialize_create_header",
     "refuse_reserved_type",
+    "text_from_column",
+    "text_to_column",
 ]
