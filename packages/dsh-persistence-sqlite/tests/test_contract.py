@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from dsh_persistence import text_to_column
 from dsh_persistence.testing import PersistenceContract, PersistenceFixture
-from dsh_persistence_sqlite._text import to_column
 
 CHILD_FACTORY = f"{Path(__file__).parent / 'child_factory.py'}:make"
 TORN_LINE = b'{"type":"turn/start","seq":99,"ti'
@@ -43,7 +43,7 @@ def damage_row(path: Path, session_id: str, seq: int, line: bytes = DAMAGED_LINE
         cursor = connection.execute(
             "UPDATE events SET compressed = 0, line = CAST(? AS TEXT) "
             "WHERE session_id = ? AND seq <= ? AND last_seq >= ?",
-            (line, to_column(session_id), seq, seq),
+            (line, text_to_column(session_id), seq, seq),
         )
         assert cursor.rowcount == 1, f"no row holds seq {seq} of {session_id!r}"
     finally:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from dsh_persistence import text_from_column, text_to_column
 from dsh_persistence_sqlite import _headers
-from dsh_persistence_sqlite._text import from_column, to_column
 from dsh_session import SessionHeader
 
 
@@ -17,13 +17,13 @@ def _reference(columns: tuple[Any, ...]) -> SessionHeader:
     session_id, _version, created_at, cwd, parent, origin, depth, preset, seeded = columns
     return _headers._copied(
         {
-            "id": from_column(session_id),
+            "id": text_from_column(session_id),
             "created_at": created_at,
-            "cwd": from_column(cwd),
-            "parent_session": from_column(parent),
-            "origin": from_column(origin),
+            "cwd": text_from_column(cwd),
+            "parent_session": text_from_column(parent),
+            "origin": text_from_column(origin),
             "delegation_depth": depth,
-            "agent_preset": from_column(preset),
+            "agent_preset": text_from_column(preset),
             "is_seeded": seeded == 1,
         }
     )
@@ -52,9 +52,9 @@ def test_the_construction_agrees_with_pydantic() -> None:
         ("s2", 0, 0, None, None, None, None, None, 0),
         ("s3", 0, 2**53 - 1, "C:\\work", None, None, None, None, 0),  # Windows cwd: general
         ("s4", 0, 5, "/w", "parent", "subagent", 2, "preset", 1),
-        (to_column("s\ud800"), 0, 5, to_column("/w\udfff"), None, None, None, None, 0),
+        (text_to_column("s\ud800"), 0, 5, text_to_column("/w\udfff"), None, None, None, None, 0),
         ("sé", 0, 5, "/wü", None, None, None, None, 0),
-        (to_column("\uffffx"), 0, 5, "/w", None, None, None, None, 0),
+        (text_to_column("\uffffx"), 0, 5, "/w", None, None, None, None, 0),
     ],
 )
 def test_header_from_columns_builds_what_model_copy_builds(columns: tuple[Any, ...]) -> None:

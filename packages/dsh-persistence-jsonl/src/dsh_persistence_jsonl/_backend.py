@@ -5,27 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import itertools
 import os
 from pathlib import Path
 from typing import Literal
 
 from dsh_persistence import (
-    PersistenceClosedError,
+    Access,
+    PersistenceBase,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionFormatUnsupportedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
     assert_writable_events,
-    flush_handles,
-    materialize_create_header,
 )
 from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._generations import generation_log_name, generation_of_name
-from dsh_persistence_jsonl._handle import Access, JsonlSessionHandle
+from dsh_persistence_jsonl._handle import JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
 from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
 from dsh_persistence_jsonl._pathcodec import session_segment
@@ -36,7 +34,7 @@ from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionHeader, encode_header_line
 
 
-class JsonlPersistence(RootCatalog):
+class JsonlPersistence(RootCatalog, PersistenceBase[JsonlSessionHandle]):
     """Session logs under ``root/<project-key(cwd)>/<encoded-id>/session.jsonl[.zstd]``.
 
     ``compression="none"`` (default) keeps each log a plain UTF-8 JSONL file (``plain_path`` of
@@ -53,34 +51,28 @@ class JsonlPersistence(RootCatalog):
         compression: Literal["none", "zstd"] = "none",
         pack_chunks: bool = False,
     ) -> None:
-        super().__init__(root, compression=compression, pack_chunks=pack_chunks)
-        self._pending: dict[str, JsonlSessionHandle] = {}
-        self._pending_tokens: dict[str, int] = {}
-        self._writers: dict[str, JsonlSessionHandle | None] = {}
-        self._handles: set[JsonlSessionHandle] = set()
-        self._tokens = itertools.count(1)
-        self._closed = False
+        RootCatalog.__init__(self, root, compression=compression, pack_chunks=pack_chunks)
+        PersistenceBase.__init__(self)
 
-    def _check_instance(self, operation: str, session_id: str = "") -> None:
-        if self._closed:
-            backend = f"JsonlPersistence({self._root})"
-            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
+    def __repr__(self) -> str:
+        return (
+            f"JsonlPersistence({str(self._root)!r}, compression={self._compression!r}, "
+            f"pack_chunks={self._pack})"
+        )
 
-    async def create(
-        self, header: SessionHeader, *, inherited_event_count: int = 0
+    # -- storage (the books are PersistenceBase's) ------------------------------------------
+
+    async def _claim_new(
+        self, header: SessionHeader, inherited_event_count: int
     ) -> JsonlSessionHandle:
-        """Start a session (materialized lazily by its first append or flush); its write handle.
-
-        Raises ``SessionAlreadyExistsError`` if the id is stored or pending here.
-        """
-        self._check_instance("create", header.id)
-        materialize_create_header(header, inherited_event_count)
+        """The handle of a session created lazily: nothing is written (or locked) until its
+        first append or flush; an id already stored is ``SessionAlreadyExistsError``."""
         header_line = encode_header_line(header, inherited_event_count)
         session_id = header.id
         session_segment(session_id)
-        if session_id in self._pending or session_id in self._writers:
+        if await asyncio.to_thread(self._locate, session_id) is not None:
             raise SessionAlreadyExistsError(session_id)
-        handle = JsonlSessionHandle(
+        return JsonlSessionHandle(
             self,
             header=header,
             header_line=header_line,
@@ -92,46 +84,17 @@ class JsonlPersistence(RootCatalog):
             committed_end=0,
             lines=1,
         )
-        handle._created = True
-        self._pending[session_id] = handle
-        self._pending_tokens[session_id] = next(self._tokens)
-        self._writers[session_id] = handle
-        try:
-            if await asyncio.to_thread(self._locate, session_id) is not None:
-                raise SessionAlreadyExistsError(session_id)
-        except BaseException:
-            self._forget(handle)
-            raise
-        self._handles.add(handle)
-        return handle
 
-    async def open(self, session_id: str, access: Access) -> JsonlSessionHandle:
-        """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``."""
-        self._check_instance("open", session_id)
-        if access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', got {access!r}")
-        if access == "read":
-            return await self._open_read(session_id)
-        if session_id in self._writers:
-            raise SessionAlreadyOwnedError(session_id)
-        self._writers[session_id] = None  # the claim; released on any failure below
-        try:
-            handle = await run_to_completion(
-                asyncio.to_thread(self._open_write, session_id),
-                on_cancelled=lambda opened: opened.release(),
-            )
-        except BaseException:
-            if self._writers.get(session_id) is None:
-                self._writers.pop(session_id, None)
-            raise
-        self._writers[session_id] = handle
-        self._handles.add(handle)
-        return handle
+    async def _open_writer(self, session_id: str) -> JsonlSessionHandle:
+        return await run_to_completion(
+            asyncio.to_thread(self._open_write, session_id),
+            on_cancelled=lambda opened: opened.release(),
+        )
 
-    async def _open_read(self, session_id: str) -> JsonlSessionHandle:
-        pending = self._pending.get(session_id)
+    async def _open_reader(self, session_id: str) -> JsonlSessionHandle:
+        pending = self._pending_handle(session_id)
         if pending is not None:
-            handle = JsonlSessionHandle(
+            return JsonlSessionHandle(
                 self,
                 header=pending.header,
                 header_line=pending._header_line,
@@ -143,17 +106,14 @@ class JsonlPersistence(RootCatalog):
                 committed_end=0,
                 lines=1,
             )
-        else:
-            path = await asyncio.to_thread(self._locate, session_id)
-            if path is None:
-                raise SessionPersistenceNotFoundError(session_id)
-            try:
-                loaded = await asyncio.to_thread(self._load_for_read, session_id, path)
-            except FileNotFoundError:
-                raise SessionPersistenceNotFoundError(session_id) from None
-            handle = self._handle_over(loaded, path, "read")
-        self._handles.add(handle)
-        return handle
+        path = await asyncio.to_thread(self._locate, session_id)
+        if path is None:
+            raise SessionPersistenceNotFoundError(session_id)
+        try:
+            loaded = await asyncio.to_thread(self._load_for_read, session_id, path)
+        except FileNotFoundError:
+            raise SessionPersistenceNotFoundError(session_id) from None
+        return self._handle_over(loaded, path, "read")
 
     def _handle_over(self, loaded: LoadedLog, path: Path, access: Access) -> JsonlSessionHandle:
         """A handle over a log just loaded from ``path`` (the same for read and write opens)."""
@@ -245,9 +205,6 @@ class JsonlPersistence(RootCatalog):
         handle._offset = len(content)
         handle._ino = os.fstat(fd).st_ino
         handle._dirty = False
-        if self._pending.get(handle.id) is handle:
-            del self._pending[handle.id]
-            self._pending_tokens.pop(handle.id, None)
 
     def _publish(self, session_id: str, path: Path, content: bytes) -> tuple[SessionLock, int]:
         try:
@@ -284,55 +241,18 @@ class JsonlPersistence(RootCatalog):
 
     async def _path_of_created(self, session_id: str) -> Path | None:
         """For a read handle opened while the session was pending: its path once published."""
-        if session_id in self._pending:
+        if self._is_pending(session_id):
             return None
         path = await asyncio.to_thread(self._locate, session_id)
         if path is None:
             raise SessionPersistenceNotFoundError(session_id)
         return path
 
-    def _forget(self, handle: JsonlSessionHandle) -> None:
-        self._handles.discard(handle)
-        session_id = handle.id
-        if self._writers.get(session_id) is handle:
-            del self._writers[session_id]
-        if self._pending.get(session_id) is handle:
-            del self._pending[session_id]  # a created session closed unwritten never existed
-            self._pending_tokens.pop(session_id, None)
-
     # -- metadata ---------------------------------------------------------------------------
 
-    def _pending_snapshot(self, handle: JsonlSessionHandle) -> SessionSnapshot:
-        token = self._pending_tokens.get(handle.id, 0)
-        return SessionSnapshot(header=handle.header, revision=f"memory:{token}", event_count=0)
-
-    async def stat(self, session_id: str) -> SessionSnapshot | None:
-        """The snapshot of one session from its header and file metadata; ``None`` if absent."""
-        self._check_instance("stat", session_id)
-        pending = self._pending.get(session_id)
-        if pending is not None:
-            return self._pending_snapshot(pending)
+    async def _stat_stored(self, session_id: str) -> SessionSnapshot | None:
+        """From its header and file metadata."""
         return await asyncio.to_thread(self._stat_sync, session_id)
 
-    async def list(self) -> builtins.list[SessionSnapshot]:
-        """Every visible session (materialized, plus this instance's pending creates)."""
-        self._check_instance("list")
-        pending = builtins.list(self._pending.values())
-        snapshots = await asyncio.to_thread(self._scan_root)
-        seen = {snapshot.header.id for snapshot in snapshots}
-        snapshots.extend(self._pending_snapshot(h) for h in pending if h.id not in seen)
-        return snapshots
-
-    async def flush(self) -> None:
-        """Durability barrier over every write handle active now; failures are aggregated."""
-        self._check_instance("flush")
-        await flush_handles([h for h in self._writers.values() if h is not None])
-
-    async def aclose(self) -> None:
-        """Close every handle of this instance (draining writers) and release every lock."""
-        self._closed = True
-        handles = builtins.list(self._handles)
-        results = await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, Exception)]
-        if errors:
-            raise ExceptionGroup(f"closing {len(errors)} handle(s) failed", errors)
+    async def _list_stored(self) -> builtins.list[SessionSnapshot]:
+        return await asyncio.to_thread(self._scan_root)

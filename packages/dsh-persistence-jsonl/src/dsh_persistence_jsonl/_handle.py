@@ -7,16 +7,16 @@ import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from dsh_persistence import (
+    Access,
     AppendBatch,
     SessionHandleBase,
     SessionHandleClosedError,
     SessionOwnershipLostError,
     SessionPersistenceError,
     SessionPersistenceNotFoundError,
-    SessionReadOnlyError,
     assert_contiguous,
     check_read_range,
     materialize_append_batch,
@@ -31,7 +31,6 @@ from dsh_persistence_jsonl._store import Compression, LoadedLog, read_suffix
 from dsh_persistence_jsonl._zstdframes import compress_frame
 from dsh_session import SessionEvent, SessionHeader, encode_rows
 
-Access = Literal["read", "write"]
 Kept = tuple[Sequence[SessionEvent], Sequence[bytes]] | None
 """What an append keeps: its detached events with the rows written for them, or ``None`` (only
 the batch's lines, one per event)."""
@@ -102,11 +101,9 @@ class JsonlSessionHandle(SessionHandleBase):
         lines: int,
         ino: int = 0,
     ) -> None:
+        super().__init__(header=header, inherited_event_count=inherited_event_count, access=access)
         self._backend = backend
-        self._header = header
         self._header_line = header_line
-        self._inherited = inherited_event_count
-        self._access: Access = access
         self._path = path
         # Every read hands out events the caller owns: a cached event goes out at most once (its
         # slot then holds None and its flag in _gone is 1), and an event without a cached object
@@ -117,8 +114,6 @@ class JsonlSessionHandle(SessionHandleBase):
         self._offset = committed_end
         self._lines = lines
         self._ino = ino
-        self._closed = False
-        self._close_task: asyncio.Future[None] | None = None
         self._mutex = asyncio.Lock()
         self._busy = 0  # operations holding or waiting for the mutex
         # write side
@@ -127,7 +122,6 @@ class JsonlSessionHandle(SessionHandleBase):
         self._truncate_to: int | None = None
         self._dirty = False
         self._slow_disk = False
-        self._created = False
         self._released = False
         self._lost: str | None = None  # why the log was taken away from this handle
 
@@ -176,9 +170,7 @@ class JsonlSessionHandle(SessionHandleBase):
 
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Append a contiguous batch starting at the stored next seq; visible on return."""
-        self._check_open("append")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="append")
+        self._check_writable("append")
         batch = materialize_append_batch(self.id, events)  # TypeError: not events / not JSON
         if not batch.lines:
             return
@@ -294,9 +286,7 @@ class JsonlSessionHandle(SessionHandleBase):
 
     async def flush(self) -> None:
         """Make every appended event durable; materializes an empty created session."""
-        self._check_open("flush")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="flush")
+        self._check_writable("flush")
         if self._busy == 0 and self._fd is not None and not self._slow_disk:
             # the fast-disk case: fsync on the loop thread, no task, no thread hop
             self._check_released("flush")
@@ -337,14 +327,8 @@ class JsonlSessionHandle(SessionHandleBase):
         self._slow_disk = time.perf_counter() - start >= INLINE_FSYNC_LIMIT
         self._dirty = False
 
-    async def close(self) -> None:
-        """Drain, make durable, release ownership. Idempotent and shielded from cancellation."""
-        if self._close_task is None:
-            self._closed = True
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
-
     async def _close(self) -> None:
+        """Drain, make durable (``close``: idempotent, shielded), release ownership."""
         self._busy += 1
         try:
             async with self._mutex:

@@ -8,13 +8,13 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from dsh_persistence import SessionSnapshot
+from dsh_persistence import SessionSnapshot, gc_paused
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._generations import generation_logs
 from dsh_persistence_jsonl._layout import FLAT_SUFFIXES, NEWEST_READ, RootLayout
 from dsh_persistence_jsonl._pathcodec import project_dir_name, session_segment
 from dsh_persistence_jsonl._safefs import read_small_regular
-from dsh_persistence_jsonl._scan import LogDamage, gc_paused
+from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import (
     WHOLE_READ,
     HeaderInfo,

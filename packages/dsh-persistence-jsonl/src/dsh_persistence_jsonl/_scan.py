@@ -14,9 +14,7 @@ a torn write).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dsh_persistence_jsonl._rows import StoredRows
@@ -47,18 +45,6 @@ class BodyScan:
     """Physical lines (plain) or plaintext lines (zstd) accepted."""
     discarded_tail: bool = False
     """True when bytes past ``committed_end`` exist (a torn or discardable tail)."""
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a bulk load (restored even on error)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def decode_prefix(lines: list[bytes], seq: int) -> tuple[list[SessionEvent], int]:

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, TypeVar
 
+from dsh_persistence import gc_paused
 from dsh_persistence_jsonl._safefs import open_regular
 from dsh_persistence_jsonl._scan import (
     BodyScan,
     Frame,
     LogDamage,
     PlainScanner,
-    gc_paused,
     scan_frames_plaintext,
 )
 from dsh_persistence_jsonl._zstdframes import FrameError, decompress_frame, scan_frames

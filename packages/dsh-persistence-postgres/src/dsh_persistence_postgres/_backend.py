@@ -10,17 +10,15 @@ import re
 import zstandard
 
 from dsh_persistence import (
-    PersistenceClosedError,
+    PersistenceBase,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
-    flush_handles,
-    materialize_create_header,
 )
 from dsh_persistence_postgres._connect import connect, make_pool, pooled
 from dsh_persistence_postgres._dsn import Target
-from dsh_persistence_postgres._handle import Access, HandleServices, PostgresSessionHandle
+from dsh_persistence_postgres._handle import HandleServices, PostgresSessionHandle
 from dsh_persistence_postgres._lock import (
     DEFAULT_LOCK_GRACE_S,
     LockContendedError,
@@ -49,7 +47,7 @@ def _check_schema(schema: object) -> str:
     return schema
 
 
-class PostgresPersistence:
+class PostgresPersistence(PersistenceBase[PostgresSessionHandle]):
     """Session logs in a PostgreSQL database, in their own schema (``dsh`` by default).
 
     - ``dsn``: a libpq connection string or URI (its password never appears in a repr, a log
@@ -82,6 +80,7 @@ class PostgresPersistence:
             raise ValueError(
                 f"lock_grace_s must be a number of seconds in [0, 60], got {lock_grace_s!r}"
             )
+        super().__init__()
         self._target = Target.parse(dsn)
         self._schema = _check_schema(schema)
         self._compression = compression
@@ -97,12 +96,6 @@ class PostgresPersistence:
         self._name = f"dsh-postgres-{next(_instances)}"
         self._ready: asyncio.Lock | None = None
         self._services: HandleServices | None = None
-        self._pending: dict[str, PostgresSessionHandle] = {}
-        self._pending_tokens: dict[str, int] = {}
-        self._writers: dict[str, PostgresSessionHandle | None] = {}
-        self._handles: set[PostgresSessionHandle] = set()
-        self._tokens = itertools.count(1)
-        self._closed = False
 
     @property
     def schema(self) -> str:
@@ -120,11 +113,6 @@ class PostgresPersistence:
         return self._compression
 
     # -- plumbing ---------------------------------------------------------------------------
-
-    def _check_instance(self, operation: str, session_id: str = "") -> None:
-        if self._closed:
-            backend = f"{self!r}"
-            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
 
     async def _ready_services(self, session_id: str, operation: str) -> HandleServices:
         """Connect on first use: check (or create) the schema, open the pool (a failure names
@@ -159,19 +147,6 @@ class PostgresPersistence:
     def _current(self) -> HandleServices | None:
         return self._services
 
-    def _is_pending(self, session_id: str) -> bool:
-        handle = self._pending.get(session_id)
-        return handle is not None and not handle.materialized
-
-    def _forget(self, handle: PostgresSessionHandle) -> None:
-        self._handles.discard(handle)
-        session_id = handle.id
-        if self._writers.get(session_id) is handle:
-            del self._writers[session_id]
-        if self._pending.get(session_id) is handle:
-            del self._pending[session_id]  # closed unwritten: it never existed
-            self._pending_tokens.pop(session_id, None)
-
     async def _exists(self, services: HandleServices, session_id: str, operation: str) -> bool:
         return await pooled(
             services.pool,
@@ -194,43 +169,28 @@ class PostgresPersistence:
             self._lock_grace,
         )
 
-    # -- service ----------------------------------------------------------------------------
+    # -- storage (the books are PersistenceBase's) ------------------------------------------
 
-    async def create(
-        self, header: SessionHeader, *, inherited_event_count: int = 0
+    async def _claim_new(
+        self, header: SessionHeader, inherited_event_count: int
     ) -> PostgresSessionHandle:
-        """Start a session (materialized by its first append or flush); its write handle.
-
-        Raises ``SessionAlreadyExistsError`` if the id is stored, pending here, or being
-        created by another instance or process (which holds its lock).
-        """
-        self._check_instance("create", header.id)
-        materialize_create_header(header, inherited_event_count)
+        """The new session's advisory lock (``SessionAlreadyExistsError`` when it is stored or
+        another instance or process holds the lock)."""
         session_id = header.id
-        if session_id in self._pending or session_id in self._writers:
+        services = await self._ready_services(session_id, "create")
+        if await self._exists(services, session_id, "create"):
             raise SessionAlreadyExistsError(session_id)
-        self._writers[session_id] = None
-        self._pending_tokens[session_id] = next(self._tokens)
         try:
-            services = await self._ready_services(session_id, "create")
+            lock = await self._acquire(services, session_id, "create")
+        except LockContendedError:
+            raise SessionAlreadyExistsError(session_id) from None
+        try:
             if await self._exists(services, session_id, "create"):
                 raise SessionAlreadyExistsError(session_id)
-            try:
-                lock = await self._acquire(services, session_id, "create")
-            except LockContendedError:
-                raise SessionAlreadyExistsError(session_id) from None
-            try:
-                if await self._exists(services, session_id, "create"):
-                    raise SessionAlreadyExistsError(session_id)
-            except BaseException:
-                await lock.release()
-                raise
         except BaseException:
-            if self._writers.get(session_id) is None:
-                self._writers.pop(session_id, None)
-            self._pending_tokens.pop(session_id, None)
+            await lock.release()
             raise
-        handle = PostgresSessionHandle(
+        return PostgresSessionHandle(
             services,
             header=header,
             inherited_event_count=inherited_event_count,
@@ -238,38 +198,10 @@ class PostgresPersistence:
             materialized=False,
             lock=lock,
         )
-        self._pending[session_id] = handle
-        self._writers[session_id] = handle
-        self._handles.add(handle)
-        return handle
 
-    async def open(self, session_id: str, access: Access) -> PostgresSessionHandle:
-        """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``.
-
-        A write open takes the session's advisory lock (``SessionAlreadyOwnedError`` when any
-        connection anywhere holds it) and then checks the whole log.
-        """
-        self._check_instance("open", session_id)
-        if access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', got {access!r}")
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
-        if access == "read":
-            return await self._open_read(session_id)
-        if session_id in self._writers:
-            raise SessionAlreadyOwnedError(session_id)
-        self._writers[session_id] = None  # the claim; released on any failure below
-        try:
-            handle = await self._open_write(session_id)
-        except BaseException:
-            if self._writers.get(session_id) is None:
-                self._writers.pop(session_id, None)
-            raise
-        self._writers[session_id] = handle
-        self._handles.add(handle)
-        return handle
-
-    async def _open_write(self, session_id: str) -> PostgresSessionHandle:
+    async def _open_writer(self, session_id: str) -> PostgresSessionHandle:
+        """Take the session's advisory lock (``SessionAlreadyOwnedError`` when any connection
+        anywhere holds it), then check the whole log."""
         services = await self._ready_services(session_id, "open")
         if not await self._exists(services, session_id, "open"):
             raise SessionPersistenceNotFoundError(session_id)
@@ -301,7 +233,7 @@ class PostgresPersistence:
             lock=lock,
         )
 
-    async def _open_read(self, session_id: str) -> PostgresSessionHandle:
+    async def _open_reader(self, session_id: str) -> PostgresSessionHandle:
         pending = self._pending.get(session_id)
         services = await self._ready_services(session_id, "open")
         if pending is not None:
@@ -317,28 +249,18 @@ class PostgresPersistence:
             if loaded is None:
                 raise SessionPersistenceNotFoundError(session_id)
             header, inherited = loaded[0].header, loaded[1]
-        handle = PostgresSessionHandle(
+        return PostgresSessionHandle(
             services,
             header=header,
             inherited_event_count=inherited,
             access="read",
             materialized=True,
         )
-        self._handles.add(handle)
-        return handle
 
     # -- metadata ---------------------------------------------------------------------------
 
-    def _pending_snapshot(self, handle: PostgresSessionHandle) -> SessionSnapshot:
-        token = self._pending_tokens.get(handle.id, 0)
-        return SessionSnapshot(header=handle.header, revision=f"pending:{token}", event_count=0)
-
-    async def stat(self, session_id: str) -> SessionSnapshot | None:
-        """The snapshot of one session, from its sessions row alone; ``None`` if absent."""
-        self._check_instance("stat", session_id)
-        pending = self._pending.get(session_id)
-        if pending is not None and not pending.materialized:
-            return self._pending_snapshot(pending)
+    async def _stat_stored(self, session_id: str) -> SessionSnapshot | None:
+        """From its sessions row alone."""
         services = await self._ready_services(session_id, "stat")
         loaded = await pooled(
             services.pool,
@@ -349,36 +271,16 @@ class PostgresPersistence:
         )
         return None if loaded is None else loaded[0]
 
-    async def list(self) -> builtins.list[SessionSnapshot]:
-        """Every visible session (stored, plus this instance's pending creates), from the
-        sessions rows alone."""
-        self._check_instance("list")
+    async def _list_stored(self) -> builtins.list[SessionSnapshot]:
+        """From the sessions rows alone."""
         services = await self._ready_services("", "list")
-        snapshots = await pooled(services.pool, self._target, "", "list", services.reader.snapshots)
-        pending = [h for h in self._pending.values() if not h.materialized]
-        if pending:
-            seen = {snapshot.header.id for snapshot in snapshots}
-            snapshots.extend(self._pending_snapshot(h) for h in pending if h.id not in seen)
-        return snapshots
+        return await pooled(services.pool, self._target, "", "list", services.reader.snapshots)
 
-    async def flush(self) -> None:
-        """Durability barrier over every write handle active now; failures are aggregated."""
-        self._check_instance("flush")
-        await flush_handles([h for h in self._writers.values() if h is not None])
-
-    async def aclose(self) -> None:
-        """Close every handle of this instance (releasing every lock) and the pool."""
-        if self._closed:
-            return
-        self._closed = True
-        handles = builtins.list(self._handles)
-        results = await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+    async def _close_storage(self) -> None:
+        """Close the pool (the handles, with their lock connections, are closed already)."""
         services, self._services = self._services, None
         if services is not None:
             await services.pool.close()
-        errors = [r for r in results if isinstance(r, Exception)]
-        if errors:
-            raise ExceptionGroup(f"closing {len(errors)} handle(s) failed", errors)
 
     def __repr__(self) -> str:
         return (

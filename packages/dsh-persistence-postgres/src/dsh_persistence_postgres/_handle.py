@@ -6,20 +6,19 @@ import asyncio
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn
 
 import psycopg
 import zstandard
 from psycopg_pool import AsyncConnectionPool
 
 from dsh_persistence import (
+    Access,
     SessionAlreadyExistsError,
     SessionHandleBase,
     SessionHandleClosedError,
     SessionOwnershipLostError,
-    SessionPersistenceCorruptionError,
     SessionPersistenceNotFoundError,
-    SessionReadOnlyError,
     check_read_range,
     encode_append_batch,
 )
@@ -31,8 +30,6 @@ from dsh_persistence_postgres._rows import EncodedRows, rows_of_batch
 from dsh_persistence_postgres._store import Reader
 from dsh_persistence_postgres._text import to_column
 from dsh_session import SessionEvent, SessionHeader, encode_header_line
-
-Access = Literal["read", "write"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +74,15 @@ class PostgresSessionHandle(SessionHandleBase):
         next_seq: int = 0,
         lock: SessionLock | None = None,
     ) -> None:
+        super().__init__(
+            header=header,
+            inherited_event_count=inherited_event_count,
+            access=access,
+            materialized=materialized,
+        )
         self._services = services
-        self._header = header
-        self._inherited = inherited_event_count
-        self._access: Access = access
         self._key = to_column(header.id)
-        self._closed = False
-        self._close_task: asyncio.Future[None] | None = None
-        self._served = 0
         self._op = asyncio.Lock()
-        self._materialized = materialized
         self._next_seq = next_seq
         self._tail_checked = not materialized  # a new session has no rows past its commit point
         self._lock = lock
@@ -94,11 +90,6 @@ class PostgresSessionHandle(SessionHandleBase):
         self._inflight: asyncio.Future[None] | None = None
 
     # -- identity ---------------------------------------------------------------------------
-
-    @property
-    def materialized(self) -> bool:
-        """False while a created session exists only in this instance (nothing written yet)."""
-        return self._materialized
 
     @property
     def lock_backend_pid(self) -> int | None:
@@ -127,16 +118,7 @@ class PostgresSessionHandle(SessionHandleBase):
             if services.is_pending(self.id):
                 return []
             raise SessionPersistenceNotFoundError(self.id)
-        end = offset + len(events)
-        need = self._served if length is None else min(self._served, offset + length)
-        if offset < need and end < need:
-            raise SessionPersistenceCorruptionError(
-                self.id,
-                f"the log shrank: this handle already served {self._served} events",
-                artifact=services.reader.artifact,
-            )
-        if events:
-            self._served = max(self._served, end)
+        self._check_served(offset, length, len(events), services.reader.artifact)
         return events
 
     # -- writing ----------------------------------------------------------------------------
@@ -174,9 +156,7 @@ class PostgresSessionHandle(SessionHandleBase):
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Append a contiguous batch starting at the stored next seq, in one transaction on the
         lock connection (visible and durable when this returns)."""
-        self._check_open("append")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="append")
+        self._check_writable("append")
         lines = encode_append_batch(self.id, events)
         if not lines:
             return
@@ -273,9 +253,7 @@ class PostgresSessionHandle(SessionHandleBase):
         """Make every appended event durable (each append already committed with
         ``synchronous_commit = on``) after checking the lock connection is alive; materializes
         an empty created session."""
-        self._check_open("flush")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="flush")
+        self._check_writable("flush")
         async with self._op:
             await self._settle()
             lock = self._owned_lock("flush")
@@ -292,13 +270,6 @@ class PostgresSessionHandle(SessionHandleBase):
             self._failed(error, lock, "flush")
 
     # -- closing ----------------------------------------------------------------------------
-
-    async def close(self) -> None:
-        """Drain, release ownership. Idempotent and shielded from cancellation."""
-        if self._close_task is None:
-            self._closed = True
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         try:

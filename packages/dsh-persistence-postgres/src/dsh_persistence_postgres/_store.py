@@ -8,10 +8,6 @@ deletes them).
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
-
 from psycopg import AsyncConnection
 
 from dsh_persistence import (
@@ -19,6 +15,7 @@ from dsh_persistence import (
     SessionSnapshot,
     assert_writable_event,
     decode_stored_header,
+    gc_paused,
 )
 from dsh_persistence_postgres._rows import StoredRow, decode_stored_rows
 from dsh_persistence_postgres._sql import Statements
@@ -27,19 +24,6 @@ from dsh_session import SessionEvent, SessionFormatError, decode_header_line, is
 
 PAGE_ROWS = 8192
 """Rows fetched per query of a read: bounded memory and few round trips."""
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk decode (restored after)."""
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class Reader:

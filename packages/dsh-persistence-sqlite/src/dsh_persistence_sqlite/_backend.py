@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import itertools
 import os
 import sqlite3
 import weakref
@@ -13,15 +12,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dsh_persistence import (
-    PersistenceClosedError,
+    PersistenceBase,
     SessionAlreadyExistsError,
     SessionAlreadyOwnedError,
     SessionPersistenceNotFoundError,
     SessionSnapshot,
-    flush_handles,
-    materialize_create_header,
 )
-from dsh_persistence_sqlite._handle import Access, HandleServices, SqliteSessionHandle
+from dsh_persistence_sqlite._handle import HandleServices, SqliteSessionHandle
 from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, StoredSession
@@ -44,7 +41,7 @@ def _release_on_success(future: asyncio.Future[Any]) -> None:
         result._release_sync()
 
 
-class SqlitePersistence:
+class SqlitePersistence(PersistenceBase[SqliteSessionHandle]):
     """Session logs in one SQLite database at ``path`` (stdlib ``sqlite3``, WAL, STRICT tables).
 
     - ``compression`` (default on): a row of 4 KiB or more is stored zstd-compressed when that
@@ -79,6 +76,7 @@ class SqlitePersistence:
             raise ValueError(
                 f"busy_timeout_ms must be an int in [0, 2**31-1], got {busy_timeout_ms!r}"
             )
+        super().__init__()
         raw = os.fspath(path)
         if raw in ("", ":memory:") or raw.startswith("file:"):
             raise ValueError(f"path must name a database file, got {raw!r}")
@@ -91,12 +89,6 @@ class SqlitePersistence:
         # An instance dropped without aclose() still ends its thread (the connection closes
         # with the Store when it is collected).
         weakref.finalize(self, DatabaseThread.stop, self._thread)
-        self._pending: dict[str, SqliteSessionHandle] = {}
-        self._pending_tokens: dict[str, int] = {}
-        self._writers: dict[str, SqliteSessionHandle | None] = {}
-        self._handles: set[SqliteSessionHandle] = set()
-        self._tokens = itertools.count(1)
-        self._closed = False
         self._services = HandleServices(
             submit=self._submit,
             store=self._store,
@@ -140,64 +132,28 @@ class SqlitePersistence:
             future.add_done_callback(_release_on_success)
             raise
 
-    def _check_instance(self, operation: str, session_id: str = "") -> None:
-        if self._closed:
-            backend = f"SqlitePersistence({self._path})"
-            raise PersistenceClosedError(session_id, backend=backend, operation=operation)
+    # -- storage (the books are PersistenceBase's) ------------------------------------------
 
-    def _is_pending(self, session_id: str) -> bool:
-        handle = self._pending.get(session_id)
-        return handle is not None and not handle._materialized
-
-    def _forget(self, handle: SqliteSessionHandle) -> None:
-        self._handles.discard(handle)
-        session_id = handle.id
-        if self._writers.get(session_id) is handle:
-            del self._writers[session_id]
-        if self._pending.get(session_id) is handle:
-            del self._pending[session_id]  # closed unwritten: it never existed
-            self._pending_tokens.pop(session_id, None)
-
-    # -- service ----------------------------------------------------------------------------
-
-    async def create(
-        self, header: SessionHeader, *, inherited_event_count: int = 0
+    async def _claim_new(
+        self, header: SessionHeader, inherited_event_count: int
     ) -> SqliteSessionHandle:
-        """Start a session (materialized by its first append or flush); its write handle.
-
-        Raises ``SessionAlreadyExistsError`` if the id is stored, pending here, or being
-        created by another process.
-        """
-        self._check_instance("create", header.id)
-        materialize_create_header(header, inherited_event_count)
-        session_id = header.id
-        if session_id in self._pending or session_id in self._writers:
-            raise SessionAlreadyExistsError(session_id)
-        handle = SqliteSessionHandle(
+        lock = await self._claim(self._lock_new_sync, header.id)
+        return SqliteSessionHandle(
             self._services,
             header=header,
             inherited_event_count=inherited_event_count,
             access="write",
             materialized=False,
+            lock=lock,
         )
-        self._pending[session_id] = handle
-        self._pending_tokens[session_id] = next(self._tokens)
-        self._writers[session_id] = handle
-        try:
-            handle._lock = await self._claim(self._claim_new_sync, session_id)
-        except BaseException:
-            self._forget(handle)
-            raise
-        self._handles.add(handle)
-        return handle
 
-    def _claim_new_sync(self, session_id: str) -> SessionLock:
+    def _lock_new_sync(self, session_id: str) -> SessionLock:
         try:
-            return self._claim_new(session_id)
+            return self._lock_new(session_id)
         except (OSError, sqlite3.OperationalError) as error:
             raise_storage_error(error, session_id, "create", self._store.artifact)
 
-    def _claim_new(self, session_id: str) -> SessionLock:
+    def _lock_new(self, session_id: str) -> SessionLock:
         if self._store.exists(session_id):
             raise SessionAlreadyExistsError(session_id)
         try:
@@ -212,27 +168,8 @@ class SqlitePersistence:
             raise
         return lock
 
-    async def open(self, session_id: str, access: Access) -> SqliteSessionHandle:
-        """Open a stored (or, in this instance, pending) session for ``"read"`` or ``"write"``."""
-        self._check_instance("open", session_id)
-        if access not in ("read", "write"):
-            raise ValueError(f"access must be 'read' or 'write', got {access!r}")
-        if not isinstance(session_id, str):
-            raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
-        if access == "read":
-            return await self._open_read(session_id)
-        if session_id in self._writers:
-            raise SessionAlreadyOwnedError(session_id)
-        self._writers[session_id] = None  # the claim; released on any failure below
-        try:
-            handle = await self._claim(self._open_write_sync, session_id)
-        except BaseException:
-            if self._writers.get(session_id) is None:
-                self._writers.pop(session_id, None)
-            raise
-        self._writers[session_id] = handle
-        self._handles.add(handle)
-        return handle
+    async def _open_writer(self, session_id: str) -> SqliteSessionHandle:
+        return await self._claim(self._open_write_sync, session_id)
 
     def _open_write_sync(self, session_id: str) -> SqliteSessionHandle:
         try:
@@ -263,7 +200,7 @@ class SqlitePersistence:
             lock=lock,
         )
 
-    async def _open_read(self, session_id: str) -> SqliteSessionHandle:
+    async def _open_reader(self, session_id: str) -> SqliteSessionHandle:
         pending = self._pending.get(session_id)
         if pending is not None:
             header, inherited = pending.header, pending.inherited_event_count
@@ -272,15 +209,13 @@ class SqlitePersistence:
             if stored is None:
                 raise SessionPersistenceNotFoundError(session_id)
             header, inherited = stored.header, stored.inherited_event_count
-        handle = SqliteSessionHandle(
+        return SqliteSessionHandle(
             self._services,
             header=header,
             inherited_event_count=inherited,
             access="read",
             materialized=True,
         )
-        self._handles.add(handle)
-        return handle
 
     def _load_sync(self, session_id: str) -> StoredSession | None:
         try:
@@ -290,16 +225,8 @@ class SqlitePersistence:
 
     # -- metadata ---------------------------------------------------------------------------
 
-    def _pending_snapshot(self, handle: SqliteSessionHandle) -> SessionSnapshot:
-        token = self._pending_tokens.get(handle.id, 0)
-        return SessionSnapshot(header=handle.header, revision=f"pending:{token}", event_count=0)
-
-    async def stat(self, session_id: str) -> SessionSnapshot | None:
-        """The snapshot of one session (its row and its last event row); ``None`` if absent."""
-        self._check_instance("stat", session_id)
-        pending = self._pending.get(session_id)
-        if pending is not None and not pending._materialized:
-            return self._pending_snapshot(pending)
+    async def _stat_stored(self, session_id: str) -> SessionSnapshot | None:
+        """Its sessions row and its last event row."""
         return await self._submit(self._stat_sync, session_id)
 
     def _stat_sync(self, session_id: str) -> SessionSnapshot | None:
@@ -308,15 +235,8 @@ class SqlitePersistence:
         except (OSError, sqlite3.OperationalError) as error:
             raise_storage_error(error, session_id, "stat", self._store.artifact)
 
-    async def list(self) -> builtins.list[SessionSnapshot]:
-        """Every visible session (stored, plus this instance's pending creates)."""
-        self._check_instance("list")
-        pending = [h for h in self._pending.values() if not h._materialized]
-        snapshots = await self._submit(self._list_sync)
-        if pending:
-            seen = {snapshot.header.id for snapshot in snapshots}
-            snapshots.extend(self._pending_snapshot(h) for h in pending if h.id not in seen)
-        return snapshots
+    async def _list_stored(self) -> builtins.list[SessionSnapshot]:
+        return await self._submit(self._list_sync)
 
     def _list_sync(self) -> builtins.list[SessionSnapshot]:
         try:
@@ -324,25 +244,12 @@ class SqlitePersistence:
         except (OSError, sqlite3.OperationalError) as error:
             raise_storage_error(error, "", "list", self._store.artifact)
 
-    async def flush(self) -> None:
-        """Durability barrier over every write handle active now; failures are aggregated."""
-        self._check_instance("flush")
-        await flush_handles([h for h in self._writers.values() if h is not None])
-
-    async def aclose(self) -> None:
-        """Close every handle of this instance, release every lock, close the database."""
-        if self._closed:
-            return
-        self._closed = True
-        handles = builtins.list(self._handles)
-        results = await asyncio.gather(*(h.close() for h in handles), return_exceptions=True)
+    async def _close_storage(self) -> None:
+        """Close the database and end its thread."""
         try:
             await self._submit(self._store.close)
         finally:
             self._thread.stop()
-        errors = [r for r in results if isinstance(r, Exception)]
-        if errors:
-            raise ExceptionGroup(f"closing {len(errors)} handle(s) failed", errors)
 
     def __repr__(self) -> str:
         return (

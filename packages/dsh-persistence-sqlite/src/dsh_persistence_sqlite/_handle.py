@@ -6,12 +6,11 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from dsh_persistence import (
+    Access,
     SessionHandleBase,
-    SessionPersistenceCorruptionError,
-    SessionReadOnlyError,
     check_read_range,
     encode_append_batch,
 )
@@ -20,8 +19,6 @@ from dsh_persistence_sqlite._rows import rows_of_batch
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, now_ms
 from dsh_session import SessionEvent, SessionHeader
-
-Access = Literal["read", "write"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,26 +61,17 @@ class SqliteSessionHandle(SessionHandleBase):
         torn_seq: int | None = None,
         lock: SessionLock | None = None,
     ) -> None:
+        super().__init__(
+            header=header,
+            inherited_event_count=inherited_event_count,
+            access=access,
+            materialized=materialized,  # write state, changed only on the database thread
+        )
         self._services = services
-        self._header = header
-        self._inherited = inherited_event_count
-        self._access: Access = access
-        self._closed = False
-        self._close_task: asyncio.Future[None] | None = None
-        self._served = 0
-        # Write state, changed only on the database thread.
-        self._materialized = materialized
         self._next_seq = next_seq
         self._torn_seq = torn_seq
         self._touched = False
         self._lock = lock
-
-    # -- identity ---------------------------------------------------------------------------
-
-    @property
-    def materialized(self) -> bool:
-        """False while a created session exists only in this instance (nothing written yet)."""
-        return self._materialized
 
     # -- operations -------------------------------------------------------------------------
 
@@ -109,24 +97,13 @@ class SqliteSessionHandle(SessionHandleBase):
         events = store.read(self.id, offset, length, must_exist=must_exist)
         if events is None:
             return []
-        end = offset + len(events)
-        need = self._served if length is None else min(self._served, offset + length)
-        if offset < need and end < need:
-            raise SessionPersistenceCorruptionError(
-                self.id,
-                f"the log shrank: this handle already served {self._served} events",
-                artifact=store.artifact,
-            )
-        if events:
-            self._served = max(self._served, end)
+        self._check_served(offset, length, len(events), store.artifact)
         return events
 
     async def append(self, events: Sequence[SessionEvent]) -> None:
         """Append a contiguous batch starting at the stored next seq; visible and durable (one
         ``synchronous=FULL`` transaction) when this returns."""
-        self._check_open("append")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="append")
+        self._check_writable("append")
         lines = encode_append_batch(self.id, events)
         if not lines:
             return
@@ -161,9 +138,7 @@ class SqliteSessionHandle(SessionHandleBase):
     async def flush(self) -> None:
         """Make every appended event durable (they already are: each append commits with
         ``synchronous=FULL``); materializes an empty created session."""
-        self._check_open("flush")
-        if self._access == "read":
-            raise SessionReadOnlyError(self.id, operation="flush")
+        self._check_writable("flush")
         self._touched = True
         if self._materialized:
             return  # every append that returned was committed with synchronous=FULL
@@ -177,13 +152,6 @@ class SqliteSessionHandle(SessionHandleBase):
             except (OSError, sqlite3.OperationalError) as error:
                 raise_storage_error(error, self.id, "flush", self._services.store.artifact)
             self._materialized = True
-
-    async def close(self) -> None:
-        """Drain, release ownership. Idempotent and shielded from cancellation."""
-        if self._close_task is None:
-            self._closed = True
-            self._close_task = asyncio.ensure_future(self._close())
-        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         try:

@@ -2,8 +2,8 @@
 
 Decoding checks every column against the header model's own rules (types, ranges, an absolute
 ``cwd``) and then copies a template header, which is several times faster than validating the
-model afresh — ``list()`` builds one per session. Text columns hold ``_text.to_column``'s form
-(a string with a lone surrogate is escaped, the id's column included).
+model afresh — ``list()`` builds one per session. Text columns hold the seam's
+``text_to_column`` form (a string with a lone surrogate is escaped, the id's column included).
 """
 
 from __future__ import annotations
@@ -12,10 +12,17 @@ import functools
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from dsh_persistence_sqlite._text import from_column, optional_to_column
+from dsh_persistence import text_from_column, text_to_column
 from dsh_session import SessionHeader
 
 _MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def optional_text_column(value: str | None) -> str | None:
+    """``text_to_column`` for a nullable column."""
+    return None if value is None else text_to_column(value)
+
+
 _TEMPLATE = SessionHeader(id="template", created_at=0)
 _UPDATED = ("id", "created_at", "cwd", "parent_session", "origin", "delegation_depth",
             "agent_preset", "is_seeded")  # fmt: skip
@@ -30,11 +37,11 @@ def header_columns(header: SessionHeader) -> tuple[Any, ...]:
     return (
         header.version,
         header.created_at,
-        optional_to_column(header.cwd),
-        optional_to_column(header.parent_session),
-        optional_to_column(header.origin),
+        optional_text_column(header.cwd),
+        optional_text_column(header.parent_session),
+        optional_text_column(header.origin),
         header.delegation_depth,
-        optional_to_column(header.agent_preset),
+        optional_text_column(header.agent_preset),
         int(header.is_seeded),
     )
 
@@ -117,13 +124,13 @@ _build = _constructed if _construction_agrees() else _copied
 
 
 def _plain(value: object) -> bool:
-    """Whether ``from_column`` returns ``value`` as it is (the common case: ASCII or NULL)."""
+    """Whether ``text_from_column`` returns ``value`` as it is (the common case: ASCII or NULL)."""
     return value is None or (type(value) is str and value.isascii())
 
 
 def header_from_columns(row: tuple[Any, ...]) -> SessionHeader:
     """The header stored in columns (see ``header_problem``), text columns in their stored form
-    (``_text.to_column``); raises ``ValueError``."""
+    (``text_to_column``); raises ``ValueError``."""
     session_id, version, created_at, cwd, parent, origin, depth, preset, seeded = row
     if (  # the common header (a top-level session, ASCII id and POSIX cwd): what the general
         # path below accepts and builds for it, without its calls
@@ -156,14 +163,14 @@ def header_from_columns(row: tuple[Any, ...]) -> SessionHeader:
         _plain(session_id) and _plain(cwd) and _plain(parent) and _plain(origin) and _plain(preset)
     ):
         row = (
-            from_column(session_id),
+            text_from_column(session_id),
             version,
             created_at,
-            from_column(cwd),
-            from_column(parent),
-            from_column(origin),
+            text_from_column(cwd),
+            text_from_column(parent),
+            text_from_column(origin),
             depth,
-            from_column(preset),
+            text_from_column(preset),
             seeded,
         )
     problem = header_problem(row)

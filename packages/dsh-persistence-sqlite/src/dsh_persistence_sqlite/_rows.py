@@ -7,8 +7,7 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous
-from dsh_persistence_sqlite._text import to_column
+from dsh_persistence import assert_contiguous, text_to_column
 from dsh_session import (
     ROW_TYPES,
     SessionEvent,
@@ -102,9 +101,9 @@ def rows_of_batch(
     """The rows storing ``events`` (whose canonical ``lines`` are given) in order.
 
     Raises ``ValueError`` (``assert_contiguous``'s) unless the events' seqs run from
-    ``first_seq`` on. The id and type columns hold their ``_text.to_column`` form.
+    ``first_seq`` on. The id and type columns hold their ``text_to_column`` form.
     """
-    key = to_column(session_id)
+    key = text_to_column(session_id)
     if pack_chunks:
         assert_contiguous(session_id, events, first_seq)
         return _packed_rows(key, events, written_at, compressor)
@@ -116,7 +115,7 @@ def rows_of_batch(
         if wire["seq"] != seq:
             assert_contiguous(session_id, events, first_seq)  # raises, naming the index
         compressed, payload = _stored_form(line, compressor)
-        kind = to_column(wire["type"])
+        kind = text_to_column(wire["type"])
         append((key, seq, seq, kind, wire["time"], compressed, payload, written_at))
         seq += 1
     return rows
@@ -144,7 +143,7 @@ def _packed_rows(
         first = events[index]
         last = row_last_seq(line)
         count = last - first.seq + 1
-        kind = to_column(first.type) if count == 1 else _tag(line)
+        kind = text_to_column(first.type) if count == 1 else _tag(line)
         compressed, payload = _stored_form(line, compressor)
         rows.append((key, first.seq, last, kind, first.time, compressed, payload, written_at))
         index += count

@@ -7,7 +7,6 @@ database path as the artifact) or ``SqliteStoreError``.
 from __future__ import annotations
 
 import contextlib
-import gc
 import sqlite3
 import time
 import uuid
@@ -27,6 +26,9 @@ from dsh_persistence import (
     SessionSnapshot,
     assert_format_version,
     assert_writable_event,
+    gc_paused,
+    text_from_column,
+    text_to_column,
 )
 from dsh_persistence_sqlite import _sql as sql
 from dsh_persistence_sqlite._db import open_database
@@ -37,7 +39,6 @@ from dsh_persistence_sqlite._rows import (
     MAX_PACK_MEMBERS,
     Row,
 )
-from dsh_persistence_sqlite._text import from_column, to_column
 from dsh_session import (
     SessionEvent,
     SessionFormatError,
@@ -50,19 +51,6 @@ _HEADER_CACHE_SIZE = 65536
 MAX_SEQ = 2**63 - 1
 """The largest INTEGER SQLite stores: no row has a seq above it, so a read from beyond it is
 empty and a range ending beyond it runs to the end (a larger bound would not bind)."""
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector around a bulk decode (restored after)."""
-    enabled = gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass(slots=True)
@@ -165,7 +153,7 @@ class Store:
         version = row[1]
         if not (type(key) is str and key.isascii() and type(version) is int and version == 0):
             try:  # (an ASCII id column is the id itself, and version 0 is the current format)
-                session_id = from_column(key)
+                session_id = text_from_column(key)
             except ValueError as error:
                 raise self.corruption(str(key), f"bad id column: {error}") from error
             assert isinstance(session_id, str)
@@ -195,12 +183,14 @@ class Store:
 
     def exists(self, session_id: str) -> bool:
         """Whether a session row with this id is stored."""
-        key = to_column(session_id)
+        key = text_to_column(session_id)
         return self.connection().execute(sql.SESSION_EXISTS, (key,)).fetchone() is not None
 
     def load(self, session_id: str) -> StoredSession | None:
         """The stored session (version checked first), or ``None``."""
-        row = self.connection().execute(sql.SELECT_SESSION, (to_column(session_id),)).fetchone()
+        row = (
+            self.connection().execute(sql.SELECT_SESSION, (text_to_column(session_id),)).fetchone()
+        )
         return None if row is None else self._stored(row)
 
     def snapshot(self, session_id: str) -> SessionSnapshot | None:
@@ -258,7 +248,7 @@ class Store:
     ) -> None:
         """Insert a session row (inside a write transaction)."""
         values = (
-            to_column(header.id),
+            text_to_column(header.id),
             *header_columns(header),
             inherited_event_count,
             uuid.uuid4().hex,
@@ -285,7 +275,7 @@ class Store:
     def append(self, session_id: str, rows: Sequence[Row], torn_seq: int | None) -> None:
         """Append rows to a stored session in one transaction (dropping a torn final row
         first, which counts as a rewrite). The rows carry the id's column form."""
-        key = to_column(session_id)
+        key = text_to_column(session_id)
         connection = self.connection()
         connection.execute(sql.BEGIN_IMMEDIATE)  # the hot path: no context manager
         try:
@@ -322,7 +312,7 @@ class Store:
         large.
         """
         anchor = max(0, offset - MAX_PACK_MEMBERS + 1)
-        key = to_column(session_id)
+        key = text_to_column(session_id)
         with self.read_transaction() as connection:
             if connection.execute(sql.SESSION_EXISTS, (key,)).fetchone() is None:
                 if must_exist:
@@ -360,7 +350,7 @@ class Store:
         is corruption naming the row, never dropped); a bad *final* row is a torn tail to drop
         on the next append; no event of an unknown type lacks ``ignorable`` (refused, naming the
         type)."""
-        key = to_column(session_id)
+        key = text_to_column(session_id)
         with self.read_transaction() as connection:
             stored = self.load(session_id)
             if stored is None:

@@ -2,11 +2,14 @@
 
 Protocols (``SessionPersistence``, ``SessionHandle``), the ``SessionSnapshot`` of ``stat``/
 ``list``, the error vocabulary under ``SessionPersistenceError``, the pure validation helpers
-every backend shares, and ``export_session``. No storage runtime lives here; the backend contract
+every backend shares, ``export_session``, and the bases a backend builds on (``PersistenceBase``,
+``SessionHandleBase``: the bookkeeping the contract certifies, no storage). The backend contract
 suite is ``dsh_persistence.testing``.
 """
 
+from dsh_persistence._backend_base import PersistenceBase
 from dsh_persistence._barrier import flush_handles
+from dsh_persistence._bulk import gc_paused
 from dsh_persistence._errors import (
     PersistenceClosedError,
     SessionAlreadyExistsError,
@@ -24,6 +27,7 @@ from dsh_persistence._export import export_session
 from dsh_persistence._handle_base import SessionHandleBase
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
 from dsh_persistence._snapshot import SessionSnapshot
+from dsh_persistence._text_columns import TEXT_COLUMN_ESCAPE, text_from_column, text_to_column
 from dsh_persistence._validation import (
     AppendBatch,
     assert_contiguous,
@@ -42,8 +46,10 @@ from dsh_persistence._validation import (
 )
 
 __all__ = [
+    "TEXT_COLUMN_ESCAPE",
     "Access",
     "AppendBatch",
+    "PersistenceBase",
     "PersistenceClosedError",
     "SessionAlreadyExistsError",
     "SessionAlreadyOwnedError",
@@ -71,7 +77,10 @@ __all__ = [
     "export_session",
     "flush_handles",
     "format_version_refusal",
+    "gc_paused",
     "materialize_append_batch",
     "materialize_create_header",
     "refuse_reserved_type",
+    "text_from_column",
+    "text_to_column",
 ]

@@ -2,29 +2,58 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
-from dsh_persistence._errors import SessionHandleClosedError
+from dsh_persistence._errors import (
+    SessionHandleClosedError,
+    SessionPersistenceCorruptionError,
+    SessionReadOnlyError,
+)
 from dsh_persistence._protocols import Access
-from dsh_session import SessionHeader
+from dsh_session import SessionEvent, SessionHeader
 
 __all__ = ["SessionHandleBase"]
 
 
 class SessionHandleBase:
-    """The identity of a handle and its async context manager, for backends to inherit.
+    """What every backend's handle does the same way, for backends to inherit.
 
-    A subclass sets ``_header``, ``_inherited`` (the fork's inherited event count), ``_access``
-    and ``_closed`` in its ``__init__`` and implements ``read``, ``append``, ``flush`` and
-    ``close`` (see `SessionHandle`); ``_check_open(operation)`` raises
-    `SessionHandleClosedError` naming the session and the operation once it is closed.
+    The identity (``id``, ``header``, ``inherited_event_count``, ``access``), ``materialized``,
+    the async context manager, and ``close``: idempotent (a later call returns once the first
+    one finished) and shielded from cancellation, marking the handle closed before it awaits
+    the subclass's ``_close()`` (drain, release ownership, ``_forget`` it in the backend).
+
+    A subclass calls ``super().__init__(header=..., inherited_event_count=..., access=...)``
+    and implements ``read``, ``append``, ``flush`` and ``_close`` (see `SessionHandle`). Its
+    checks: ``_check_open(operation)`` raises `SessionHandleClosedError` once the handle is
+    closed; ``_check_writable(operation)`` also `SessionReadOnlyError` on a read handle;
+    ``_check_served(...)`` refuses a read that returns less than this handle served before.
     """
 
     _header: SessionHeader
     _inherited: int
     _access: Access
     _closed: bool
+    _materialized: bool
+
+    def __init__(
+        self,
+        *,
+        header: SessionHeader,
+        inherited_event_count: int,
+        access: Access,
+        materialized: bool = True,
+    ) -> None:
+        self._header = header
+        self._inherited = inherited_event_count
+        self._access = access
+        self._materialized = materialized
+        self._closed = False
+        self._close_task: asyncio.Future[None] | None = None
+        self._served = 0  # how far reads of this handle reached: a later one never serves less
 
     @property
     def id(self) -> str:
@@ -46,12 +75,55 @@ class SessionHandleBase:
         """``"read"`` or ``"write"``."""
         return self._access
 
+    @property
+    def materialized(self) -> bool:
+        """False while a created session exists only in its instance (nothing written yet)."""
+        return self._materialized
+
     def _check_open(self, operation: str) -> None:
         if self._closed:
             raise SessionHandleClosedError(self.id, operation=operation)
 
+    def _check_writable(self, operation: str) -> None:
+        self._check_open(operation)
+        if self._access == "read":
+            raise SessionReadOnlyError(self.id, operation=operation)
+
+    def _check_served(self, offset: int, length: int | None, count: int, artifact: str) -> None:
+        """After a read of ``count`` events from ``offset``: refuse a log that shrank under
+        what this handle served before (`SessionPersistenceCorruptionError`), else note it."""
+        end = offset + count
+        need = self._served if length is None else min(self._served, offset + length)
+        if offset < need and end < need:
+            raise SessionPersistenceCorruptionError(
+                self.id,
+                f"the log shrank: this handle already served {self._served} events",
+                artifact=artifact,
+            )
+        if count:
+            self._served = max(self._served, end)
+
+    async def read(self, offset: int = 0, length: int | None = None) -> Sequence[SessionEvent]:
+        """The events with ``seq >= offset``, at most ``length`` of them (the subclass's)."""
+        raise NotImplementedError
+
+    async def append(self, events: Sequence[SessionEvent]) -> None:
+        """Append a contiguous batch at the stored next seq (the subclass's)."""
+        raise NotImplementedError
+
+    async def flush(self) -> None:
+        """Make every appended event durable (the subclass's)."""
+        raise NotImplementedError
+
     async def close(self) -> None:
-        """Release the handle (a subclass's own; idempotent)."""
+        """Drain, release ownership. Idempotent and shielded from cancellation."""
+        if self._close_task is None:
+            self._closed = True
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        """The subclass's closing work, run once by ``close``."""
         raise NotImplementedError
 
     async def __aenter__(self) -> Self:
