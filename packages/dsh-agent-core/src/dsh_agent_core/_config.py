@@ -26,6 +26,7 @@ from dsh_agent_core._catalog import ModelPrices, catalog_for
 from dsh_agent_core._errors import ConfigError
 from dsh_agent_core._extras import McpSection
 from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
+from dsh_agent_core._persistence_config import PersistenceConfig, PersistenceLocation
 from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
 from dsh_compaction import CompactionConfig, estimate_content
 from dsh_hooks import HOOK_EVENTS, HooksConfig
@@ -93,26 +94,6 @@ class EnvRef(BaseModel):
 
     env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The environment variable's name."""
-
-
-class PersistenceConfig(BaseModel):
-    """Where session logs go. ``backend = "jsonl"`` (default) keeps one file per session under
-    ``root`` (default ``<DSH_HOME>/sessions-plain`` for plain logs, ``<DSH_HOME>/sessions`` for
-    zstd); ``backend = "sqlite"`` keeps one database at ``path`` (default
-    ``<DSH_HOME>/sessions.sqlite3``); ``backend = "postgres"`` keeps them in a PostgreSQL
-    database whose DSN is in the environment variable ``dsn_env`` (the DSN, which may hold a
-    password, is never in the config), in the schema ``postgres_schema``."""
-
-    model_config = _STRICT
-
-    backend: Literal["jsonl", "sqlite", "postgres"] = "jsonl"
-    root: str | None = None
-    compression: Literal["none", "zstd"] = "none"
-    pack_chunks: bool = False
-    path: str | None = None
-    sqlite_compression: bool = True
-    dsn_env: str = Field(default="DSH_POSTGRES_DSN", min_length=1)
-    postgres_schema: str = Field(default="dsh", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 _REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
@@ -572,6 +553,12 @@ class Config(BaseModel):
         through ``dsh-paths``)."""
         return resolve_dsh_home(self.dsh_home)
 
+    def persistence_location(self) -> PersistenceLocation:
+        """Where session logs go, resolved: the backend kind with its absolute root (JSONL) or
+        database path (SQLite), the configured one or the default under the DSH home, or the
+        DSN variable and schema (PostgreSQL). See `PersistenceConfig.location`."""
+        return self.persistence.location(self.home())
+
     @field_validator("hooks", mode="before")
     @classmethod
     def _events_beside_the_options(cls, value: Any) -> Any:
@@ -594,11 +581,11 @@ class Config(BaseModel):
         home = self.home()
         data["dsh_home"] = str(home)
         persistence = data["persistence"]
-        if persistence["backend"] == "jsonl" and persistence["root"] is None:
-            name = "sessions-plain" if persistence["compression"] == "none" else "sessions"
-            persistence["root"] = str(home / name)
-        if persistence["backend"] == "sqlite" and persistence["path"] is None:
-            persistence["path"] = str(home / "sessions.sqlite3")
+        location = self.persistence.location(home)
+        if location.backend == "jsonl" and persistence["root"] is None:
+            persistence["root"] = str(location.root)
+        if location.backend == "sqlite" and persistence["path"] is None:
+            persistence["path"] = str(location.path)
         providers: dict[str, Any] = {}
         for name in self.provider_names():
             provider = self.provider(name)

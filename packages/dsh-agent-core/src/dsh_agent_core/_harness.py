@@ -65,33 +65,32 @@ JOBS_PLUGIN = "tool-jobs"
 def build_persistence(config: Config, env: Mapping[str, str] | None = None) -> SessionPersistence:
     """The backend the configuration names, at its resolved location (``env``: where the
     PostgreSQL DSN variable is read; default the config's environment, else ``os.environ``)."""
-    dumped = config.dump()["persistence"]
+    location = config.persistence_location()
     settings = config.persistence
-    if settings.backend == "postgres":
+    if location.backend == "postgres":
         require_extra("postgres", 'persistence backend "postgres"')
         environ = env if env is not None else config.environment()
-        dsn = environ.get(settings.dsn_env)
+        dsn = environ.get(location.dsn_env)
         if not dsn:
             raise DshError(
                 f"persistence.backend is postgres but the environment variable "
-                f"{settings.dsn_env} (persistence.dsn_env) that holds its DSN is not set"
+                f"{location.dsn_env} (persistence.dsn_env) that holds its DSN is not set"
             )
         # imported here: psycopg costs a local-only `dsh` start a quarter of a second
         from dsh_persistence_postgres import PostgresPersistence
 
         return PostgresPersistence(
-            dsn, schema=settings.postgres_schema, compression=settings.sqlite_compression
+            dsn, schema=location.schema, compression=settings.sqlite_compression
         )
-    if settings.backend == "sqlite":
+    if location.backend == "sqlite":
         from dsh_persistence_sqlite import SqlitePersistence  # as postgres: only when configured
 
-        path = Path(dumped["path"])
-        path.parent.mkdir(parents=True, exist_ok=True)
+        location.path.parent.mkdir(parents=True, exist_ok=True)
         return SqlitePersistence(
-            path, compression=settings.sqlite_compression, pack_chunks=settings.pack_chunks
+            location.path, compression=settings.sqlite_compression, pack_chunks=settings.pack_chunks
         )
     return JsonlPersistence(
-        dumped["root"], compression=settings.compression, pack_chunks=settings.pack_chunks
+        location.root, compression=location.compression, pack_chunks=settings.pack_chunks
     )
 
 
@@ -99,13 +98,11 @@ def _harness_files(config: Config, home: Path) -> tuple[Path, ...]:
     """What a confined command may read but never write: the DSH home, the session logs
     wherever the config puts them (a SQLite database with its journal files), the config file."""
     paths = [home]
-    persistence = config.dump()["persistence"]
-    if persistence["backend"] == "sqlite":
-        database = Path(persistence["path"]).absolute()
-        paths.append(database)
-        paths += [database.with_name(database.name + end) for end in ("-wal", "-shm", "-journal")]
-    elif persistence["backend"] == "jsonl":
-        paths.append(Path(persistence["root"]).absolute())
+    location = config.persistence_location()
+    if location.backend == "sqlite":
+        paths += location.files()
+    elif location.backend == "jsonl":
+        paths.append(location.root)
     if config.source is not None:
         paths.append(Path(config.source).absolute())
     return tuple(dict.fromkeys(paths))
