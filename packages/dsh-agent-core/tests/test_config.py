@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from dsh_agent_core import (
+    Config,
     ConfigError,
     HomeConflictError,
+    JsonlLocation,
+    PersistenceLocation,
+    PostgresLocation,
+    SqliteLocation,
     UnknownPresetError,
     compose,
     load_config,
@@ -179,3 +184,61 @@ def test_a_providers_models_report_their_configured_context_windows(tmp_path: Pa
     (tmp_path / "config.toml").write_text('[providers.local]\ncontext_windows = { "m" = 0 }\n')
     with pytest.raises(ConfigError, match="context_windows"):
         load_config(env={"DSH_HOME": str(tmp_path)})
+
+
+# -- the persistence location ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", JsonlLocation(root=Path("HOME/sessions-plain"), compression="none")),
+        ('compression = "zstd"', JsonlLocation(root=Path("HOME/sessions"), compression="zstd")),
+        ('root = "~/logs"', JsonlLocation(root=Path("USER/logs"), compression="none")),
+        ('root = "logs"', JsonlLocation(root=Path("CWD/logs"), compression="none")),
+        ('backend = "sqlite"', SqliteLocation(path=Path("HOME/sessions.sqlite3"))),
+        (
+            'backend = "sqlite"\npath = "db/s.sqlite3"',
+            SqliteLocation(path=Path("CWD/db/s.sqlite3")),
+        ),
+        (
+            'backend = "postgres"\ndsn_env = "PG"\npostgres_schema = "agents"',
+            PostgresLocation(dsn_env="PG", schema="agents"),
+        ),
+    ],
+    ids=["default", "zstd", "user-root", "relative-root", "sqlite", "sqlite-path", "postgres"],
+)
+def test_the_persistence_location_is_resolved_from_the_settings_and_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, expected: PersistenceLocation
+) -> None:
+    home, user, cwd = tmp_path / "home", tmp_path / "user", tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("HOME", str(user))
+    config = configured_text(home, f"[persistence]\n{text}\n")
+    places = {"HOME": home, "USER": user, "CWD": cwd}
+    if isinstance(expected, JsonlLocation):
+        first, _, rest = str(expected.root).partition("/")
+        expected = JsonlLocation(root=places[first] / rest, compression=expected.compression)
+    elif isinstance(expected, SqliteLocation):
+        first, _, rest = str(expected.path).partition("/")
+        expected = SqliteLocation(path=places[first] / rest)
+    assert config.persistence_location() == expected
+    assert config.persistence.location(config.home()) == expected
+
+
+def configured_text(home: Path, text: str) -> Config:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(text)
+    return load_config(env={"DSH_HOME": str(home)})
+
+
+async def test_the_harness_stores_sessions_at_the_configured_location(tmp_path: Path) -> None:
+    config = configured_text(tmp_path / "home", f'[persistence]\nroot = "{tmp_path / "logs"}"\n')
+    location = config.persistence_location()
+    assert isinstance(location, JsonlLocation)
+    async with compose(config) as harness:
+        agent = await harness.create(model="scripted:m", cwd=tmp_path)
+        row = await harness.status_of(agent.id)
+    assert row.session_path is not None
+    assert Path(row.session_path).is_relative_to(location.root)

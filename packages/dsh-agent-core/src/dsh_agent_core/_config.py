@@ -26,6 +26,7 @@ from dsh_agent_core._catalog import ModelPrices, catalog_for
 from dsh_agent_core._errors import ConfigError
 from dsh_agent_core._extras import McpSection
 from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
+from dsh_agent_core._persistence_config import PersistenceConfig, PersistenceLocation
 from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
 from dsh_compaction import CompactionConfig, estimate_content
 from dsh_hooks import HOOK_EVENTS, HooksConfig
@@ -93,26 +94,6 @@ class EnvRef(BaseModel):
 
     env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The environment variable's name."""
-
-
-class PersistenceConfig(BaseModel):
-    """Where session logs go. ``backend = "jsonl"`` (default) keeps one file per session under
-    ``root`` (default ``<DSH_HOME>/sessions-plain`` for plain logs, ``<DSH_HOME>/sessions`` for
-    zstd); ``backend = "sqlite"`` keeps one database at ``path`` (default
-    ``<DSH_HOME>/sessions.sqlite3``); ``backend = "postgres"`` keeps them in a PostgreSQL
-    database whose DSN is in the environment variable ``dsn_env`` (the DSN, which may hold a
-    password, is never in the config), in the schema ``postgres_schema``."""
-
-    model_config = _STRICT
-
-    backend: Literal["jsonl", "sqlite", "postgres"] = "jsonl"
-    root: str | None = None
-    compression: Literal["none", "zstd"] = "none"
-    pack_chunks: bool = False
-    path: str | None = None
-    sqlite_compression: bool = True
-    dsn_env: str = Field(default="DSH_POSTGRES_DSN", min_length=1)
-    postgres_schema: str = Field(default="dsh", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
 
 
 _REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
@@ -442,14 +423,11 @@ class Config(BaseModel):
 
     def system_file_path(self) -> Path | None:
         """``system_file`` as a path: a relative one is resolved against the config file's
-        folder (the current directory when there is no file); ``None`` when not set."""
+        folder (the current directory when there is no file); ``None`` when not set.
+        `load_config` resolves it so once, as it reads the file."""
         if self.system_file is None:
             return None
-        path = Path(os.path.expanduser(self.system_file))
-        if not path.is_absolute():
-            base = Path(self.source).parent if self.source is not None else Path.cwd()
-            path = base / path
-        return path
+        return _beside_the_file(self.system_file, self.source)
 
     def _read_system_file(self) -> str | None:
         """The text of ``system_file`` (read once, then kept): a regular UTF-8 file of at most
@@ -572,6 +550,12 @@ class Config(BaseModel):
         through ``dsh-paths``)."""
         return resolve_dsh_home(self.dsh_home)
 
+    def persistence_location(self) -> PersistenceLocation:
+        """Where session logs go, resolved: the backend kind with its absolute root (JSONL) or
+        database path (SQLite), the configured one or the default under the DSH home, or the
+        DSN variable and schema (PostgreSQL). See `PersistenceConfig.location`."""
+        return self.persistence.location(self.home())
+
     @field_validator("hooks", mode="before")
     @classmethod
     def _events_beside_the_options(cls, value: Any) -> Any:
@@ -586,39 +570,63 @@ class Config(BaseModel):
         """The environment this configuration was loaded from (``os.environ`` by default)."""
         return self._env if self._env is not None else os.environ
 
+    def as_written(self) -> dict[str, Any]:
+        """The configuration as a config file holds it: plain data that `load_config` reads
+        back to an equal configuration (``source`` and ``profile`` aside: they say where one
+        was read from, and are left out).
+
+        Every key is in it with its value, defaults included, but for keys whose default
+        depends on others: ``persistence.root`` and ``path`` and ``sandbox.approval`` stay
+        unset when unset, and a provider holds only the keys configured for it (a built-in
+        provider's others come from the built-in one). Secrets are never in it: a literal
+        header value of a provider or an MCP server, and a literal ``env`` value of an MCP
+        server, are left out (a ``{ env = "VAR" }`` reference is written), so the configuration
+        read back lacks them; so are the hook events ``[hooks]`` left out (they never ran).
+        `dump` shows what this leaves out or unset."""
+        data = self.model_dump(mode="json", exclude={"profile", "source"})
+        data["providers"] = {
+            name: _provider_as_written(provider) for name, provider in self.providers.items()
+        }
+        data["mcp"] = self.mcp.as_written()
+        if self.hooks is not None:
+            data["hooks"] = _hooks_as_written(self.hooks)
+        return data
+
     def dump(self) -> dict[str, Any]:
-        """The configuration as plain data with every value filled in (the home, the
-        persistence location, every provider); secrets are never in it (keys are read from the
-        environment variables the providers name)."""
+        """The configuration as plain data with every value filled in, for reading (``dsh
+        config --dump``): the home, the persistence location, every provider with the keys of
+        its kind, whether each API key variable is set, each known model's window and prices,
+        the system prompt and its source. Secrets are never in it: a key's or DSN's value is
+        shown as ``***`` when its variable is set, a literal header or MCP ``env`` value as
+        ``***``. `as_written` is the part a config file holds."""
         data = self.model_dump(mode="json")
         home = self.home()
         data["dsh_home"] = str(home)
         persistence = data["persistence"]
-        if persistence["backend"] == "jsonl" and persistence["root"] is None:
-            name = "sessions-plain" if persistence["compression"] == "none" else "sessions"
-            persistence["root"] = str(home / name)
-        if persistence["backend"] == "sqlite" and persistence["path"] is None:
-            persistence["path"] = str(home / "sessions.sqlite3")
+        location = self.persistence.location(home)
+        if location.backend == "jsonl":
+            persistence["root"] = str(location.root)
+        elif location.backend == "sqlite":
+            persistence["path"] = str(location.path)
+        environ = self.environment()
         providers: dict[str, Any] = {}
         for name in self.provider_names():
             provider = self.provider(name)
             assert provider is not None
-            providers[name] = provider.model_dump(mode="json")
-        for name, provider in providers.items():
-            configured = self.provider(name)
-            assert configured is not None
-            provider["headers"] = {
-                header: ({"env": value.env} if isinstance(value, EnvRef) else "***")
-                for header, value in configured.headers.items()
-            }
-            variable = provider.get("api_key_env")
-            environ = self._env if self._env is not None else os.environ
-            provider["api_key"] = (
-                None if variable is None else ("***" if environ.get(variable) else "(not set)")
+            configured = self.providers.get(name)
+            keys = _KIND_KEYS[provider.kind] | (
+                configured.model_fields_set if configured is not None else set()
             )
-        if persistence["backend"] == "postgres":
-            dsn = self.environment().get(self.persistence.dsn_env)
-            persistence["dsn"] = "***" if dsn else "(not set)"
+            shown = providers[name] = provider.model_dump(mode="json", include=keys)
+            if "headers" in shown:
+                shown["headers"] = _masked(provider.headers)
+            if provider.kind == "openai-compatible":
+                variable = provider.api_key_env
+                shown["api_key"] = (
+                    None if variable is None else ("***" if environ.get(variable) else "(not set)")
+                )
+        if location.backend == "postgres":
+            persistence["dsn"] = "***" if environ.get(location.dsn_env) else "(not set)"
         data["providers"] = providers
         data["models"] = {
             f"{provider}:{model}": _facts_as_written(self.model_facts(provider, model))
@@ -638,8 +646,36 @@ class Config(BaseModel):
         for name, preset in data["presets"].items():
             preset["system_source"] = self.system_prompt(name).source
         if self.hooks is not None:
-            data["hooks"] = _hooks_as_written(self.hooks)
+            data["hooks"] = _hooks_as_written(self.hooks) | {"ignored": list(self.hooks.ignored)}
         return data
+
+
+_KIND_KEYS: dict[str, set[str]] = {
+    "openai-compatible": set(ProviderConfig.model_fields) - {"replies"},
+    "scripted": {"kind", "replies", "context_window", "context_windows"},
+}
+"""The provider keys each kind uses (a key configured for a provider is shown whatever its
+kind)."""
+
+
+def _masked(headers: Mapping[str, str | EnvRef]) -> dict[str, Any]:
+    """Headers for reading: a variable's name as written, a literal value as ``***``."""
+    return {
+        name: {"env": value.env} if isinstance(value, EnvRef) else "***"
+        for name, value in headers.items()
+    }
+
+
+def _provider_as_written(provider: ProviderConfig) -> dict[str, Any]:
+    """A configured provider's own keys, without literal header values (they may be secrets)."""
+    written = provider.model_dump(mode="json", exclude_unset=True)
+    if "headers" in written:
+        written["headers"] = {
+            name: {"env": value.env}
+            for name, value in provider.headers.items()
+            if isinstance(value, EnvRef)
+        }
+    return written
 
 
 def _facts_as_written(facts: ModelFacts) -> dict[str, Any]:
@@ -667,7 +703,7 @@ def _facts_as_written(facts: ModelFacts) -> dict[str, Any]:
 
 def _hooks_as_written(hooks: HooksConfig) -> dict[str, Any]:
     """``[hooks]`` in the shape it is written in: the options, then each configured event's
-    matcher groups under the event's own name (what is left out is in ``ignored``)."""
+    matcher groups under the event's own name."""
     written: dict[str, Any] = hooks.model_dump(mode="json", exclude={"hooks"})
     for event in HOOK_EVENTS:
         groups = hooks.hooks.groups(event)
@@ -675,8 +711,17 @@ def _hooks_as_written(hooks: HooksConfig) -> dict[str, Any]:
             written[event] = [
                 group.model_dump(mode="json", by_alias=True, exclude_none=True) for group in groups
             ]
-    written["ignored"] = list(hooks.ignored)
     return written
+
+
+def _beside_the_file(path: str, source: str | None) -> Path:
+    """``path`` with ``~`` expanded, a relative one resolved against the folder of the config
+    file ``source`` (the current directory when there is none)."""
+    found = Path(os.path.expanduser(path))
+    if not found.is_absolute():
+        base = Path(source).parent if source is not None else Path.cwd()
+        found = Path(os.path.abspath(base / found))
+    return found
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -776,6 +821,10 @@ def load_config(
         data["dsh_home"] = str(home)
     data["profile"] = profile
     data["source"] = None if source == "defaults" else source
+    # and system_file, against the file's folder: a dump of this config names the same file
+    system_file = data.get("system_file")
+    if isinstance(system_file, str) and system_file:
+        data["system_file"] = str(_beside_the_file(system_file, data["source"]))
     try:
         config = Config.model_validate(data)
         config._env = environ  # the dump says whether keys are set in this environment

@@ -98,6 +98,22 @@ class McpSection(BaseModel):
         self.require_extra()
         return _validated({"servers": self.servers})
 
+    def as_written(self) -> dict[str, Any]:
+        """``[mcp]`` as a config file holds it: each server's table as written, without the
+        literal ``env`` and ``headers`` values (they may be tokens; a ``{ env = "NAME" }``
+        reference stays)."""
+        tables = {name: dict(table) for name, table in self.servers.items()}
+        for table in tables.values():
+            for key in ("env", "headers"):
+                values = table.get(key)
+                if isinstance(values, Mapping):
+                    table[key] = {
+                        name: {"env": value["env"]}
+                        for name, value in values.items()
+                        if isinstance(value, Mapping) and "env" in value
+                    }
+        return {"servers": tables}
+
     def dump(self) -> dict[str, Any]:
         """``[mcp]`` for a dump: each server with its defaults filled in (when the extra is
         installed), a value read from a variable shown as the variable's name and a literal

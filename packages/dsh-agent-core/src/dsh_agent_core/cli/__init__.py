@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
 # --help` (and every command's --help) loads only click, rich and the option definitions.
 
 __all__ = ["main"]
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _session_options(command: Any) -> Any:
@@ -215,7 +212,9 @@ async def config_command(state: State, dump: bool, as_json: bool) -> None:
     if as_json:
         out.print(terminal_json(data))
         return
-    out.print(_toml(data), markup=False)
+    from dsh_agent_core.cli._config_toml import config_toml
+
+    out.print(config_toml(config.as_written(), data), markup=False)
 
 
 def _instruction_files_here(config: Config) -> list[str]:
@@ -226,55 +225,6 @@ def _instruction_files_here(config: Config) -> list[str]:
         return []
     here = os.path.realpath(os.getcwd())  # the cwd an agent started here gets
     return [str(path) for path in instruction_files(config.home(), here)]
-
-
-def _toml_value(value: Any) -> str:
-    """``value`` as a TOML value: a table inside an array is an inline table (its keys quoted
-    as `_toml_key` does), a ``None`` in it is left out (TOML has no null)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(item) for item in value if item is not None) + "]"
-    if isinstance(value, dict):
-        pairs = (
-            f"{_toml_key(str(k))} = {_toml_value(v)}" for k, v in value.items() if v is not None
-        )
-        inline = ", ".join(pairs)
-        return "{ " + inline + " }" if inline else "{}"
-    return terminal_json(str(value))  # a TOML basic string: controls as \uXXXX escapes
-
-
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else terminal_json(key)
-
-
-def _toml(data: dict[str, Any], prefix: str = "") -> str:
-    """A TOML rendering of plain data (``None`` values are shown as comments)."""
-    lines: list[str] = []
-    tables: list[tuple[str, dict[str, Any]]] = []
-    arrays: list[tuple[str, list[dict[str, Any]]]] = []
-    for name, value in data.items():
-        key = _toml_key(str(name))
-        if isinstance(value, dict):
-            tables.append((f"{prefix}{key}", value))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            arrays.append((f"{prefix}{key}", value))
-        elif value is None:
-            lines.append(f"# {key} is not set")
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
-    for path, table in tables:
-        lines.append("")
-        lines.append(f"[{path}]")
-        lines.append(_toml(table, f"{path}."))
-    for path, items in arrays:
-        for item in items:
-            lines.append("")
-            lines.append(f"[[{path}]]")
-            lines.append(_toml(item, f"{path}."))
-    return "\n".join(line for line in lines).replace("\n\n\n", "\n\n")
 
 
 @cli.command("env")

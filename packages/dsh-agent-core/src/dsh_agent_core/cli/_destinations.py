@@ -24,6 +24,7 @@ from typing import BinaryIO, TypeVar
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._persistence_config import default_jsonl_root, default_sqlite_path
 
 __all__ = [
     "DestinationError",
@@ -87,16 +88,16 @@ def store_parts(config: Config) -> list[StorePart]:
     """Every file and folder of the session store ``config`` names, and the default ones of its
     DSH home (another profile, or ``dsh sessions migrate``, uses those)."""
     home = config.home()
-    persistence = config.dump()["persistence"]
+    location = config.persistence_location()
     parts: list[StorePart] = []
-    if persistence["backend"] == "jsonl":
-        kind = "plain" if persistence["compression"] == "none" else "zstd"
-        parts.append(StorePart(_absolute(persistence["root"]), f"the {kind} JSONL root", True))
-    parts.append(StorePart(home / "sessions-plain", "the plain JSONL root", True))
-    parts.append(StorePart(home / "sessions", "the zstd JSONL root", True))
-    databases = [home / "sessions.sqlite3"]
-    if persistence["backend"] == "sqlite":
-        databases.insert(0, _absolute(persistence["path"]))
+    if location.backend == "jsonl":
+        kind = "plain" if location.compression == "none" else "zstd"
+        parts.append(StorePart(location.root, f"the {kind} JSONL root", True))
+    parts.append(StorePart(default_jsonl_root(home, "none"), "the plain JSONL root", True))
+    parts.append(StorePart(default_jsonl_root(home, "zstd"), "the zstd JSONL root", True))
+    databases = [default_sqlite_path(home)]
+    if location.backend == "sqlite":
+        databases.insert(0, location.path)
     for database in databases:
         for suffix, name in _SQLITE_FILES:
             parts.append(StorePart(database.with_name(database.name + suffix), name, False))
@@ -106,10 +107,6 @@ def store_parts(config: Config) -> list[StorePart]:
     for part in parts:
         unique.setdefault(part.path, part)
     return list(unique.values())
-
-
-def _absolute(path: str) -> Path:
-    return Path(os.path.abspath(os.path.expanduser(path)))
 
 
 def _identity(path: Path | str) -> tuple[int, int] | None:

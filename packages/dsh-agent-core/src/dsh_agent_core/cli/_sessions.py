@@ -343,11 +343,12 @@ async def migrate_command(state: State, source: Path | None, dest: Path | None) 
     source is kept. Exit status 1 when a session failed."""
     from rich.progress import Progress
 
+    from dsh_agent_core._persistence_config import default_jsonl_root
     from dsh_persistence_jsonl import MigrationStep, migrate_root
 
     home = state.config().home()
-    source = source if source is not None else home / "sessions"
-    dest = dest if dest is not None else home / "sessions-plain"
+    source = source if source is not None else default_jsonl_root(home, "zstd")
+    dest = dest if dest is not None else default_jsonl_root(home, "none")
     if not source.is_dir():
         fail(f"nothing to migrate: {source} is not a directory")
     with Progress(console=err, transient=True) as progress:

@@ -1,0 +1,147 @@
+"""The session lifecycle: a new session (a child of another one too), a stored one resumed in
+its preset and route, a fork of one seeded with its log; each new one stored at once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+
+from dsh_agent_core._config import Config
+from dsh_agent_core._delegation import Delegation, canonical_cwd
+from dsh_agent_core._routes import Routes
+from dsh_agent_loop import AgentLoop, LoopAgent
+from dsh_persistence import SessionPersistence
+from dsh_session import SessionHeader
+
+__all__ = ["SessionLifecycle"]
+
+
+class SessionLifecycle:
+    """Creates, resumes and forks the agents of one harness. ``loop`` gives a preset's agent
+    loop, ``get`` a live agent, ``start`` starts what agents need first (the MCP servers)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        persistence: SessionPersistence,
+        routes: Routes,
+        delegation: Delegation,
+        loop: Callable[[str | None], AgentLoop],
+        get: Callable[[str], LoopAgent | None],
+        start: Callable[[], Awaitable[None]],
+    ) -> None:
+        self._config = config
+        self._persistence = persistence
+        self._routes = routes
+        self._delegation = delegation
+        self._loop = loop
+        self._get = get
+        self._start = start
+
+    def _known_preset(self, header: SessionHeader | None) -> str | None:
+        """The preset ``header`` names, if the config still defines it (else the default
+        tool set)."""
+        preset = header.agent_preset if header is not None else None
+        return preset if preset is not None and preset in self._config.presets else None
+
+    async def create(
+        self,
+        prompt: str | None,
+        *,
+        preset: str | None,
+        model: str | None,
+        reasoning_effort: str | None,
+        cwd: str | os.PathLike[str] | None,
+        session_id: str | None,
+        parent: LoopAgent | None,
+        cwd_approved: bool,
+    ) -> LoopAgent:
+        """See `Harness.create`."""
+        if parent is not None:
+            start = self._delegation.inherit(
+                parent, preset=preset, model=model, reasoning_effort=reasoning_effort, cwd=cwd
+            )
+            preset, model, reasoning_effort, cwd = (
+                start.preset,
+                start.model,
+                start.reasoning_effort,
+                start.cwd,
+            )
+        canonical = canonical_cwd(cwd if cwd is not None else os.getcwd())
+        if parent is not None and not cwd_approved:
+            self._delegation.check_cwd(parent, canonical)
+        await self._start()
+        loop = self._loop(preset)
+        settings = self._config.presets[preset] if preset is not None else None
+        route = await self._routes.resolve(
+            model or (settings.model if settings is not None else None)
+        )
+        system = self._config.system_prompt(preset).text
+        depth = self._delegation.depth(parent) if parent is not None else None
+        agent = await loop.create(
+            session_id,
+            options=self._routes.options(route, reasoning_effort=reasoning_effort),
+            cwd=canonical,
+            system=system,
+            parent_session=parent.id if parent is not None else None,
+            origin="subagent" if parent is not None else None,
+            delegation_depth=depth,
+            agent_preset=preset,
+        )
+        self._delegation.pin_permissions(agent, parent)
+        await _store_at_once(agent)
+        if prompt is not None:
+            agent.followup(prompt)
+        return agent
+
+    async def resume(self, session_id: str, *, model: str | None) -> LoopAgent:
+        """See `Harness.resume`."""
+        live = self._get(session_id)
+        if live is not None:
+            return live
+        snapshot = await self._persistence.stat(session_id)
+        preset = self._known_preset(snapshot.header if snapshot is not None else None)
+        if model is not None:
+            model = await self._routes.resolve(model)
+        options = self._routes.options(model) if model is not None else None
+        await self._start()
+        return await self._loop(preset).resume(session_id, options=options)
+
+    async def fork(
+        self,
+        parent_id: str,
+        *,
+        session_id: str | None,
+        boundary: int | None,
+        prompt: str | None,
+    ) -> LoopAgent:
+        """See `Harness.fork`."""
+        parent = self._get(parent_id)
+        header = parent.session.header if parent is not None else None
+        if header is None:
+            snapshot = await self._persistence.stat(parent_id)
+            header = snapshot.header if snapshot is not None else None
+        preset = self._known_preset(header)
+        await self._start()
+        agent = await self._loop(preset).fork(
+            parent if parent is not None else parent_id,
+            session_id=session_id,
+            boundary=boundary,
+        )
+        await _store_at_once(agent)
+        if prompt is not None:
+            agent.followup(prompt)
+        return agent
+
+
+async def _store_at_once(agent: LoopAgent) -> None:
+    """Make a new session durable now (listed, its log path exists); an agent whose session
+    cannot be stored is closed, not left live."""
+    try:
+        await agent.flush()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await agent.aclose()
+        raise
