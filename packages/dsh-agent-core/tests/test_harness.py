@@ -366,3 +366,15 @@ async def test_the_built_in_tool_names_are_what_the_harness_offers(tmp_path: Pat
 
     async with compose(configured(tmp_path)) as harness:
         assert tuple(harness.tool_names()) == BUILT_IN_TOOL_NAMES
+
+
+async def test_a_closed_harness_raises_the_agent_seams_closed_error(tmp_path: Path) -> None:
+    from dsh_agent import AgentClosedError
+    from dsh_agent_core import HarnessClosedError
+
+    harness = compose(configured(tmp_path), models={"scripted": ScriptedModel([])})
+    await harness.aclose()
+    with pytest.raises(HarnessClosedError, match="the harness is closed") as raised:
+        await harness.create("too late", model="scripted:m", cwd=tmp_path)
+    assert isinstance(raised.value, AgentClosedError)
+    assert isinstance(raised.value, DshError)

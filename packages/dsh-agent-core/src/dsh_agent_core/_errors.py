@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dsh_agent import AgentClosedError
+
 __all__ = [
     "ChildWorkspaceError",
     "ConfigError",
     "DshError",
+    "HarnessClosedError",
     "HomeConflictError",
     "MissingExtraError",
     "SandboxUnavailableError",
@@ -15,6 +18,13 @@ __all__ = [
 
 class DshError(Exception):
     """Base of the agent core's errors; the message is one line a shell user can act on."""
+
+
+class HarnessClosedError(DshError, AgentClosedError):
+    """The harness was closed; it starts no more agents (the agent seam's closed error)."""
+
+    def __init__(self) -> None:
+        super().__init__("the harness is closed; it starts no more agents")
 
 
 class ConfigError(DshError):

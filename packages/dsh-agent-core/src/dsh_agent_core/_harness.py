@@ -20,7 +20,12 @@ from dsh_agent import AgentOptions, Extensions
 from dsh_agent_core._command_hooks import command_hooks
 from dsh_agent_core._config import Config
 from dsh_agent_core._delegation import Delegation
-from dsh_agent_core._errors import DshError, HomeConflictError, SandboxUnavailableError
+from dsh_agent_core._errors import (
+    DshError,
+    HarnessClosedError,
+    HomeConflictError,
+    SandboxUnavailableError,
+)
 from dsh_agent_core._extras import mcp_servers
 from dsh_agent_core._instructions import ProjectInstructions
 from dsh_agent_core._lifecycle import SessionLifecycle
@@ -209,7 +214,7 @@ class Harness:
     def loop(self, preset: str | None = None) -> AgentLoop:
         """The agent loop of ``preset`` (its tool set); built on first use."""
         if self._closed:
-            raise DshError("the harness is closed; it starts no more agents")
+            raise HarnessClosedError()
         return self._loops.loop(preset)
 
     def sandbox_probe(self, cwd: str | os.PathLike[str] | None = None) -> SandboxProbe:
