@@ -45,11 +45,11 @@ TIMEOUT = 120.0
 def _load_loopback() -> Any:
     """dsh-agent-core's scripted loopback model server (its tests' conftest), loaded by path."""
     path = Path(__file__).parents[1] / "packages" / "dsh-agent-core" / "tests" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("dsh_core_loopback", path)
+    spec = importlib.util.spec_from_file_location("agent_core_loopback", path)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["dsh_core_loopback"] = module
+    sys.modules["agent_core_loopback"] = module
     spec.loader.exec_module(module)
     return module
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Awaitable
 from pathlib import Path
@@ -10,6 +11,7 @@ from types import TracebackType
 from typing import TypeVar
 
 from dsh_shell import (
+    OutputStream,
     SandboxUnavailableError,
     ShellCancelledError,
     ShellExecRequest,
@@ -44,6 +46,11 @@ async def _uncancellable(awaitable: Awaitable[T]) -> tuple[T, bool]:
             if future.cancelled():  # the work itself was cancelled (the loop is closing)
                 raise
             cancelled = True
+
+
+def _streams(stdout: int, stderr: int) -> tuple[tuple[OutputStream, int], ...]:
+    """Each stream's name and in-memory budget."""
+    return (("stdout", stdout), ("stderr", stderr))
 
 
 class SubprocessExecutor:
@@ -98,12 +105,17 @@ class SubprocessExecutor:
         )
 
     def _captures(self, spec: ShellExecSpec, *, eager_spill: bool) -> tuple[StreamCapture, ...]:
+        listener = None if eager_spill else spec.on_output  # live output: foreground runs only
         return tuple(
-            StreamCapture(label, budget, self._spill, self.max_spill_bytes, eager_spill=eager_spill)
-            for label, budget in (
-                ("stdout", spec.stdout_max_bytes),
-                ("stderr", self.stdout_max_bytes),
+            StreamCapture(
+                label,
+                budget,
+                self._spill,
+                self.max_spill_bytes,
+                eager_spill=eager_spill,
+                on_text=None if listener is None else functools.partial(listener, label),
             )
+            for label, budget in _streams(spec.stdout_max_bytes, self.stdout_max_bytes)
         )
 
     async def run(self, spec: ShellExecSpec) -> ShellRunResult:

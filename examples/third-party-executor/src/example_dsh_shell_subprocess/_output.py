@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -51,6 +52,8 @@ class StreamCapture:
     only when the stream first overflows memory (everything so far is still in the window then);
     a background capture (``eager_spill``) opens it at the first byte, because reads consume
     the window. A capture that never dropped a byte deletes its spill file on `close`.
+    ``on_text`` (a foreground run's ``spec.on_output``, bound to this stream) hears the stream
+    as it arrives, decoded; a listener that raises is ignored.
     """
 
     def __init__(
@@ -61,8 +64,11 @@ class StreamCapture:
         spill_cap: int,
         *,
         eager_spill: bool = False,
+        on_text: Callable[[str], None] | None = None,
     ) -> None:
         self._label = label
+        self._on_text = on_text
+        self._live_decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._max_bytes = max_bytes
         self._spill = spill
         self._spill_cap = spill_cap
@@ -84,6 +90,7 @@ class StreamCapture:
         """Add bytes the command wrote."""
         if not data:
             return
+        self._tell(self._live_decoder.decode(data))
         self._spill_write(data)
         self.total += len(data)
         self._window += data
@@ -120,8 +127,14 @@ class StreamCapture:
         """The file holding the complete stream, if there is one."""
         return None if self._spill_lost else self._spill_path
 
+    def _tell(self, text: str) -> None:
+        if text and self._on_text is not None:
+            with contextlib.suppress(Exception):  # for display only: the stream goes on
+                self._on_text(text)
+
     def close(self) -> None:
         """The stream ended: flush the spill file, or delete it when memory held everything."""
+        self._tell(self._live_decoder.decode(b"", final=True))
         self.closed = True
         if self._file is not None:
             self._file.close()
