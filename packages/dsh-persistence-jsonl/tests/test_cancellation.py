@@ -66,3 +66,44 @@ async def test_a_cancelled_close_still_releases_ownership(make_store: Factory, m
     async with await make_store().open("s-1", "write"):
         pass
     await store.aclose()
+
+
+@pytest.mark.parametrize("access", ["read", "write"])
+async def test_an_open_in_flight_when_aclose_runs_hands_out_nothing_and_keeps_no_claim(
+    tmp_path: Path, access: str
+) -> None:
+    """aclose() while storage is opening a session: the open raises the closed error, and a
+    fresh instance can take the session for writing (no lock outlives the closed one)."""
+    from dsh_persistence import PersistenceClosedError
+    from dsh_session import SessionHeader
+
+    first = JsonlPersistence(tmp_path)
+    handle = await first.create(SessionHeader(id="s1", created_at=1, cwd="/tmp"))
+    await handle.flush()
+    await handle.close()
+    opening = asyncio.ensure_future(first.open("s1", access))  # type: ignore[arg-type]
+    await asyncio.sleep(0)  # the open is now waiting on storage
+    await first.aclose()
+    with pytest.raises(PersistenceClosedError, match="cannot open session 's1'"):
+        await opening
+    second = JsonlPersistence(tmp_path)
+    async with await second.open("s1", "write"):
+        pass
+    await second.aclose()
+
+
+async def test_a_create_in_flight_when_aclose_runs_hands_out_nothing(tmp_path: Path) -> None:
+    from dsh_persistence import PersistenceClosedError
+    from dsh_session import SessionHeader
+
+    first = JsonlPersistence(tmp_path)
+    creating = asyncio.ensure_future(first.create(SessionHeader(id="s2", created_at=1)))
+    await asyncio.sleep(0)
+    await first.aclose()
+    with pytest.raises(PersistenceClosedError, match="cannot create session 's2'"):
+        await creating
+    second = JsonlPersistence(tmp_path)
+    assert await second.stat("s2") is None
+    async with await second.create(SessionHeader(id="s2", created_at=1)):
+        pass
+    await second.aclose()

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import itertools
-from typing import Generic, TypeVar
+from typing import Generic, NoReturn, TypeVar
 
 from dsh_persistence._barrier import flush_handles
 from dsh_persistence._errors import (
@@ -144,6 +145,10 @@ class PersistenceBase(Generic[H]):
             self._release_claim(session_id)
             self._pending_tokens.pop(session_id, None)
             raise
+        if self._closed:  # aclose() ran while storage claimed it: hand nothing out
+            self._release_claim(session_id)
+            self._pending_tokens.pop(session_id, None)
+            await self._refuse_late(handle, "create", session_id)
         self._pending[session_id] = handle
         self._writers[session_id] = handle
         self._handles.add(handle)
@@ -162,6 +167,8 @@ class PersistenceBase(Generic[H]):
             raise TypeError(f"session_id must be a str, got {type(session_id).__name__}")
         if access == "read":
             handle = await self._open_reader(session_id)
+            if self._closed:  # aclose() ran while storage opened it
+                await self._refuse_late(handle, "open", session_id)
             self._handles.add(handle)
             return handle
         if session_id in self._writers:
@@ -172,9 +179,20 @@ class PersistenceBase(Generic[H]):
         except BaseException:
             self._release_claim(session_id)
             raise
+        if self._closed:  # aclose() ran while storage opened it: release, hand nothing out
+            self._release_claim(session_id)
+            await self._refuse_late(handle, "open", session_id)
         self._writers[session_id] = handle
         self._handles.add(handle)
         return handle
+
+    async def _refuse_late(self, handle: H, operation: str, session_id: str) -> NoReturn:
+        """Close a handle storage gave out after ``aclose()`` began (so no lock or claim
+        outlives the instance) and raise the closed error for the call."""
+        with contextlib.suppress(Exception):  # the call fails as closed whatever close says
+            await handle.close()
+        self._check_instance(operation, session_id)
+        raise AssertionError("unreachable: the instance is closed")
 
     def _release_claim(self, session_id: str) -> None:
         if session_id in self._writers and self._writers[session_id] is None:
