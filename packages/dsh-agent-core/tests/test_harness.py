@@ -378,3 +378,6 @@ async def test_a_closed_harness_raises_the_agent_seams_closed_error(tmp_path: Pa
         await harness.create("too late", model="scripted:m", cwd=tmp_path)
     assert isinstance(raised.value, AgentClosedError)
     assert isinstance(raised.value, DshError)
+    for late in (harness.resume("s"), harness.fork("s"), harness.compact("s")):
+        with pytest.raises(HarnessClosedError):  # not the store's own closed error
+            await late

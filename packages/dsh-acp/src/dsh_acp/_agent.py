@@ -255,9 +255,15 @@ class DshAcpAgent:
         if live is None:
             if await self.harness.persistence.stat(session_id) is None:
                 raise UnknownSessionError(session_id, "no such session is stored")
+            already_live = self.harness.get(session_id) is not None
             agent = await self.harness.resume(session_id)
             mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
-            self.harness.check_sandbox(mode)
+            try:
+                self.harness.check_sandbox(mode)
+            except BaseException:
+                if not already_live:  # resumed by this call: give its write ownership back
+                    await agent.aclose()
+                raise
             live = self._attach(agent)
         live.stream.push(live.translator.replay(live.agent.session.events))
         await live.stream.drain()
@@ -336,7 +342,8 @@ class DshAcpAgent:
         session_id = execution.session_id
         live = self._sessions.get(session_id) if session_id is not None else None
         if live is not None:
-            live.stream.push(live.translator.output(execution.call_id, text))
+            updates = live.translator.output(execution.call_id, text)
+            live.stream.push_output(execution.call_id, updates)
 
     # -- closing ------------------------------------------------------------------------------
 

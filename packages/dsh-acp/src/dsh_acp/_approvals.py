@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from acp.schema import AllowedOutcome, PermissionOption, RequestPermissionResponse, ToolCallUpdate
 
-from dsh_acp._calls import call_view
+from dsh_acp._calls import call_view, command_content, one_line
 from dsh_agent import ApprovalOutcome, ApprovalRequest
 from dsh_agent_core import SessionGrants
 
@@ -79,13 +79,22 @@ class EditorApprovals:
             return await self._ask(request, session_id, cwd)
 
     async def _ask(self, request: ApprovalRequest, session_id: str, cwd: str) -> ApprovalOutcome:
-        view = call_view(request.tool_name, dict(request.arguments or {}), cwd)
-        title = view.title if not request.reason else f"{view.title} — {request.reason}"
+        arguments = dict(request.arguments or {})
+        view = call_view(request.tool_name, arguments, cwd)
+        content = list(view.content)
+        heading = view.title
+        command = arguments.get("command")
+        if request.tool_name == "bash" and isinstance(command, str):
+            # what runs, never only the model's description of it
+            heading = f"bash: {one_line(command)}"
+            content.insert(0, command_content(command))
+        title = heading if not request.reason else f"{heading} — {request.reason}"
         tool_call = ToolCallUpdate(
             tool_call_id=request.call_id or f"approval-{request.tool_name}",
             title=title[:400],
             kind=view.kind,
             status="pending",
+            content=content or None,
             raw_input=view.raw_input,
         )
         try:

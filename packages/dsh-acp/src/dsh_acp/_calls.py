@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,12 +23,15 @@ from acp.schema import (
 )
 
 __all__ = [
+    "COMMAND_SHOWN_CHARS",
     "OUTPUT_TAIL_CHARS",
     "TITLE_CHARS",
     "CallContent",
     "CallView",
     "call_arguments",
     "call_view",
+    "command_content",
+    "one_line",
     "output_content",
 ]
 
@@ -60,7 +64,8 @@ class CallView:
     raw_input: dict[str, Any]
 
 
-def _one_line(text: str, limit: int = TITLE_CHARS) -> str:
+def one_line(text: str, limit: int = TITLE_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -99,10 +104,10 @@ def call_view(name: str, arguments: object, cwd: str | None) -> CallView:
     content: list[CallContent] = []
     if name == "bash":
         command = _text(args, "command") or ""
-        title = _one_line(_text(args, "description") or command or "bash")
+        title = one_line(_text(args, "description") or command or "bash")
     elif name in ("read", "write", "edit") and absolute is not None:
         verb = {"read": "Read", "write": "Write", "edit": "Edit"}[name]
-        title = _one_line(f"{verb} {absolute}")
+        title = one_line(f"{verb} {absolute}")
         line = args.get("offset") if name == "read" else None
         locations.append(
             ToolCallLocation(path=absolute, line=line if isinstance(line, int) else None)
@@ -115,19 +120,36 @@ def call_view(name: str, arguments: object, cwd: str | None) -> CallView:
     elif name in ("glob", "grep"):
         pattern = _text(args, "pattern") or ""
         where = f" in {absolute}" if absolute else ""
-        title = _one_line(f"{name} {pattern}{where}")
+        title = one_line(f"{name} {pattern}{where}")
         if absolute is not None:
             locations.append(ToolCallLocation(path=absolute))
     else:
-        title = _one_line(name)
+        title = one_line(name)
     return CallView(title, kind, locations, content, args)
+
+
+COMMAND_SHOWN_CHARS = 64 * 1024
+"""The most characters of a command an approval question shows (a longer one says so)."""
+
+
+def command_content(command: str) -> ContentToolCallContent:
+    """The whole command a bash call asks to run, fenced, for an approval question: the person
+    asked must see what runs, never only the model's description of it."""
+    shown = command
+    if len(command) > COMMAND_SHOWN_CHARS:
+        more = len(command) - COMMAND_SHOWN_CHARS
+        shown = f"{command[:COMMAND_SHOWN_CHARS]}\n… ({more} more characters not shown)"
+    return tool_content(text_block(_fenced(shown)))
+
+
+def _fenced(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)  # longer than any run inside: the block cannot end early
+    return f"{fence}\n{text.rstrip(chr(10))}\n{fence}"
 
 
 def output_content(text: str) -> ContentToolCallContent:
     """A tool's output (its bounded tail) as a fenced block of tool-call content."""
     if len(text) > OUTPUT_TAIL_CHARS:
         text = "…" + text[-(OUTPUT_TAIL_CHARS - 1) :]
-    fence = "```"
-    while fence in text:
-        fence += "`"
-    return tool_content(text_block(f"{fence}\n{text.rstrip(chr(10))}\n{fence}"))
+    return tool_content(text_block(_fenced(text)))

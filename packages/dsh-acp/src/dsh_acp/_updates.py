@@ -218,14 +218,26 @@ class UpdateTranslator:
         return updates
 
 
+@dataclass(frozen=True, slots=True)
+class _LatestOutput:
+    """A place in the queue for a call's output: the update sent there is the latest one."""
+
+    call_id: str
+
+
 class UpdateStream:
     """Sends one session's updates to ``sink`` in order (a queue and one sender task); a send
-    that fails (the editor went away) is logged and the rest are dropped."""
+    that fails (the editor went away) is logged and the rest are dropped.
+
+    A call's output updates are coalesced (`push_output`): while one waits in the queue, a newer
+    one replaces it, so a command that floods output while the editor reads slowly keeps at most
+    one output update per call queued (memory stays bounded)."""
 
     def __init__(self, sink: UpdateSink, session_id: str) -> None:
         self._sink = sink
         self._session_id = session_id
-        self._queue: asyncio.Queue[SessionUpdate] = asyncio.Queue()
+        self._queue: asyncio.Queue[SessionUpdate | _LatestOutput] = asyncio.Queue()
+        self._latest: dict[str, SessionUpdate] = {}
         self._broken = False
         self._task = asyncio.get_running_loop().create_task(self._send())
 
@@ -236,14 +248,27 @@ class UpdateStream:
         for update in updates:
             self._queue.put_nowait(update)
 
+    def push_output(self, call_id: str, updates: list[SessionUpdate]) -> None:
+        """Queue a call's output: every update but the last as `push` does; the last (the
+        output so far) replaces one of the same call still waiting to be sent."""
+        if self._broken or not updates:
+            return
+        *before, latest = updates
+        self.push(before)
+        waiting = call_id in self._latest
+        self._latest[call_id] = latest
+        if not waiting:
+            self._queue.put_nowait(_LatestOutput(call_id))
+
     async def drain(self) -> None:
         """Wait until every queued update was sent (or dropped)."""
         await self._queue.join()
 
     async def _send(self) -> None:
         while True:
-            update = await self._queue.get()
+            item = await self._queue.get()
             try:
+                update = self._latest.pop(item.call_id) if isinstance(item, _LatestOutput) else item
                 if not self._broken:
                     await self._sink.session_update(session_id=self._session_id, update=update)
             except Exception as error:
@@ -260,3 +285,4 @@ class UpdateStream:
         while not self._queue.empty():
             self._queue.get_nowait()
             self._queue.task_done()
+        self._latest.clear()

@@ -211,10 +211,14 @@ class Harness:
         """The tools an agent of ``preset`` (default: no preset) is offered."""
         return self.loop(preset).tools.names()
 
-    def loop(self, preset: str | None = None) -> AgentLoop:
-        """The agent loop of ``preset`` (its tool set); built on first use."""
+    def _refuse_if_closed(self) -> None:
+        """A closed harness starts, resumes, forks and compacts nothing (`HarnessClosedError`)."""
         if self._closed:
             raise HarnessClosedError()
+
+    def loop(self, preset: str | None = None) -> AgentLoop:
+        """The agent loop of ``preset`` (its tool set); built on first use."""
+        self._refuse_if_closed()
         return self._loops.loop(preset)
 
     def sandbox_probe(self, cwd: str | os.PathLike[str] | None = None) -> SandboxProbe:
@@ -310,6 +314,7 @@ class Harness:
         ``cwd_approved`` says the widening was approved (``session_create`` asks through the
         approval seam).
         """
+        self._refuse_if_closed()
         return await self._lifecycle.create(
             prompt,
             preset=preset,
@@ -324,6 +329,7 @@ class Harness:
     async def resume(self, session_id: str, *, model: str | None = None) -> LoopAgent:
         """The live agent of ``session_id``, or its stored session resumed (its preset and, unless
         ``model`` is given, the route and system prompt its log last used)."""
+        self._refuse_if_closed()
         return await self._lifecycle.resume(session_id, model=model)
 
     async def fork(
@@ -337,6 +343,7 @@ class Harness:
         """A new agent seeded with the log of ``parent_id`` (live or stored) up to
         ``boundary`` (default: all of it, which must be a balanced point), in the parent's
         preset, with ``prompt`` queued when given."""
+        self._refuse_if_closed()
         return await self._lifecycle.fork(
             parent_id, session_id=session_id, boundary=boundary, prompt=prompt
         )
@@ -353,6 +360,7 @@ class Harness:
         Raises :class:`DshError` with one sentence: the agent is running a turn, the session is
         open in another process, or the compaction failed (by its code); an unknown id raises
         the persistence's not-found error, as every session command does."""
+        self._refuse_if_closed()
         agent = self.get(session_id)
         if agent is not None:
             if agent.status == "running":
