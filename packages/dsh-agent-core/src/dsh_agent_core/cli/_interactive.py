@@ -110,7 +110,11 @@ class InteractiveSession:
         self._subscription = agent.session.subscribe(self.printer)
 
     def tool_output(self, execution: Any, text: str) -> None:
-        """A ``tool_output`` listener: a running call's output, shown above the status line."""
+        """A ``tool_output`` listener: a running call's output, shown above the status line
+        (this session's calls only: a delegated child's results never reach this printer, so
+        its lines would stay)."""
+        if execution.session_id != self.agent.id:
+            return
         self.live.feed(str(execution.call_id), text)
         self.refresh()
 
