@@ -90,7 +90,8 @@ class StreamCapture:
         """Add bytes the command wrote."""
         if not data:
             return
-        self._tell(self._live_decoder.decode(data))
+        if self._on_text is not None:
+            self._tell(self._live_decoder.decode(data))
         self._spill_write(data)
         self.total += len(data)
         self._window += data
@@ -134,7 +135,8 @@ class StreamCapture:
 
     def close(self) -> None:
         """The stream ended: flush the spill file, or delete it when memory held everything."""
-        self._tell(self._live_decoder.decode(b"", final=True))
+        if self._on_text is not None:
+            self._tell(self._live_decoder.decode(b"", final=True))
         self.closed = True
         if self._file is not None:
             self._file.close()

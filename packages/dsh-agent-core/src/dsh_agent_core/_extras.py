@@ -103,16 +103,7 @@ class McpSection(BaseModel):
         literal ``env`` and ``headers`` values (they may be tokens; a ``{ env = "NAME" }``
         reference stays)."""
         tables = {name: dict(table) for name, table in self.servers.items()}
-        for table in tables.values():
-            for key in ("env", "headers"):
-                values = table.get(key)
-                if isinstance(values, Mapping):
-                    table[key] = {
-                        name: {"env": value["env"]}
-                        for name, value in values.items()
-                        if isinstance(value, Mapping) and "env" in value
-                    }
-        return {"servers": tables}
+        return {"servers": _without_literal_secrets(tables, mask=None)}
 
     def dump(self) -> dict[str, Any]:
         """``[mcp]`` for a dump: each server with its defaults filled in (when the extra is
@@ -125,17 +116,7 @@ class McpSection(BaseModel):
             }
         else:
             tables = {name: dict(table) for name, table in self.servers.items()}
-        for table in tables.values():
-            for key in ("env", "headers"):
-                values = table.get(key)
-                if isinstance(values, Mapping):
-                    table[key] = {
-                        name: {"env": value["env"]}
-                        if isinstance(value, Mapping) and "env" in value
-                        else "***"
-                        for name, value in values.items()
-                    }
-        return {"servers": tables}
+        return {"servers": _without_literal_secrets(tables, mask="***")}
 
 
 def _validated(data: Any) -> McpConfig:
@@ -218,3 +199,24 @@ def mcp_tools(servers: McpServerSet) -> list[ToolDefinition[Any]]:
     except McpToolNameError as error:
         _log.warning("MCP tools are not offered: %s", error)
         return []
+
+
+def _without_literal_secrets(
+    tables: dict[str, dict[str, Any]], *, mask: str | None
+) -> dict[str, dict[str, Any]]:
+    """``tables`` (changed in place) with each server's ``env`` and ``headers`` values kept
+    only as ``{ env = "NAME" }`` references: a literal value (it may be a token) is left out
+    (``mask`` None) or shown as ``mask``."""
+    for table in tables.values():
+        for key in ("env", "headers"):
+            values = table.get(key)
+            if not isinstance(values, Mapping):
+                continue
+            kept: dict[str, Any] = {}
+            for name, value in values.items():
+                if isinstance(value, Mapping) and "env" in value:
+                    kept[name] = {"env": value["env"]}
+                elif mask is not None:
+                    kept[name] = mask
+            table[key] = kept
+    return tables

@@ -86,7 +86,8 @@ class OutputCollector:
         """Add a chunk of the stream."""
         if not data:
             return
-        self._tell(self._decoder.decode(data))
+        if self._on_text is not None:  # decoding costs nothing when nobody listens
+            self._tell(self._decoder.decode(data))
         self._total += len(data)
         if self._spill_fd is not None:
             if self._total > self._spill_cap:
