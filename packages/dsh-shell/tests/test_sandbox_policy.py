@@ -23,6 +23,7 @@ from dsh_shell import (
     default_denied_paths,
     resolve_request,
     sandbox_denied_marker,
+    sandbox_mode_from_log,
     sandbox_widens,
 )
 
@@ -332,3 +333,11 @@ def test_bad_protected_paths_are_refused_naming_the_entry(value: object, field: 
     with pytest.raises(ShellValueError) as caught:
         SandboxPolicy(protected_paths=value)  # type: ignore[arg-type]
     assert caught.value.name == field
+
+
+def test_a_logged_mode_reads_fail_closed() -> None:
+    assert sandbox_mode_from_log(None) is None
+    assert sandbox_mode_from_log("workspace-write") == "workspace-write"
+    assert sandbox_mode_from_log("danger-full-access") == "danger-full-access"
+    assert sandbox_mode_from_log("") == "read-only"
+    assert sandbox_mode_from_log("DANGER-FULL-ACCESS") == "read-only"

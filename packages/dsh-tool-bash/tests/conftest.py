@@ -8,12 +8,12 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import settings
 
+from dsh_session import Session, SessionHeader
 from dsh_shell import (
     CollectedOutput,
     ProcessRead,
@@ -35,15 +35,15 @@ EXECUTOR_DEFAULT_WORKDIR = "/executor/default"
 
 @dataclass(frozen=True)
 class Caller:
-    """A calling agent: its session id and session cwd."""
+    """A calling agent: its session (a real log) and session cwd."""
 
     session_id: str = "session-a"
     cwd: str | None = "/work/project-a"
+    session: Session = field(init=False, compare=False, repr=False)
 
-    @property
-    def session(self) -> SimpleNamespace:
-        """The session as `dsh_tools.ToolCaller` reads it: ``session.header.id``."""
-        return SimpleNamespace(header=SimpleNamespace(id=self.session_id))
+    def __post_init__(self) -> None:
+        header = SessionHeader(id=self.session_id, created_at=0)
+        object.__setattr__(self, "session", Session(header))
 
 
 class FakeProcess:

@@ -97,12 +97,26 @@ async def test_every_request_carries_the_policy_rooted_at_the_session_cwd(
     assert executor.run_specs[0].sandbox == policy
 
 
-async def test_the_session_mode_lookup_narrows_or_widens_the_default(
+async def test_the_sessions_logged_mode_narrows_or_widens_the_default(
     executor: Any, shell_env: ShellEnvRegistry, caller: Any
 ) -> None:
-    tool = BashTool(executor, shell_env, sandbox=POLICY, sandbox_mode=lambda ex: "read-only")
+    tool = BashTool(executor, shell_env, sandbox=POLICY)
+    caller.session.append("sandbox/mode", {"mode": "read-only"})
     await _call(tool, {"command": "ls", "description": "List"}, caller)
-    assert executor.requests[0].sandbox.mode == "read-only"
+    caller.session.append("sandbox/mode", {"mode": "danger-full-access"})
+    await _call(tool, {"command": "ls", "description": "List"}, caller)
+    caller.session.append("sandbox/mode", {"mode": "no-such-mode"})  # fails closed
+    await _call(tool, {"command": "ls", "description": "List"}, caller)
+    modes = [request.sandbox.mode for request in executor.requests]
+    assert modes == ["read-only", "danger-full-access", "read-only"]
+
+
+async def test_a_session_that_logged_no_mode_runs_in_the_default_policys_mode(
+    executor: Any, shell_env: ShellEnvRegistry, caller: Any
+) -> None:
+    tool = BashTool(executor, shell_env, sandbox=POLICY)
+    await _call(tool, {"command": "ls", "description": "List"}, caller)
+    assert executor.requests[0].sandbox.mode == POLICY.mode
 
 
 async def test_an_escalated_call_asks_first_and_runs_that_call_wider(

@@ -22,7 +22,7 @@ class Event:
     data: Any
 
 
-@dataclass
+@dataclass(eq=False)  # one log is one object, as a dsh_session.Session is
 class Session:
     header: Header
     events: list[Event] = field(default_factory=list)

@@ -10,7 +10,7 @@ import pytest
 
 from dsh_shell import SandboxMode, SandboxPolicy
 from dsh_tool_fs import FileTools
-from support import Caller, Tools, code
+from support import Caller, Event, Tools, code
 
 
 class World:
@@ -122,17 +122,16 @@ async def test_full_access_allows_everything(world: World) -> None:
     assert (world.outside / "new.txt").read_text() == "x"
 
 
-async def test_the_session_mode_comes_from_the_lookup(world: World) -> None:
-    modes: dict[str, SandboxMode] = {"s1": "read-only"}
-    files = FileTools(
-        world.policy("workspace-write"),
-        ripgrep=None,
-        sandbox_mode=lambda execution: modes.get(execution.session_id or ""),
-    )
-    tools = Tools(files, Caller.at(world.work))
+async def test_the_session_mode_is_the_last_one_the_caller_logged(world: World) -> None:
+    files = FileTools(world.policy("workspace-write"), ripgrep=None)
+    caller = Caller.at(world.work)
+    tools = Tools(files, caller)
+    caller.session.events.append(Event("sandbox/mode", {"mode": "read-only"}))
     assert code(await tools.call("write", file_path="m.txt", content="x")) == "FS_SANDBOX_DENIED"
-    modes["s1"] = "workspace-write"
+    caller.session.events.append(Event("sandbox/mode", {"mode": "workspace-write"}))
     assert not (await tools.call("write", file_path="m.txt", content="x")).is_error
+    caller.session.events.append(Event("sandbox/mode", {"mode": "no-such-mode"}))  # fails closed
+    assert code(await tools.call("write", file_path="m.txt", content="y")) == "FS_SANDBOX_DENIED"
 
 
 async def test_an_approved_escalation_widens_that_one_call(world: World) -> None:

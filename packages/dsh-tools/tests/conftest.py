@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from types import SimpleNamespace
+from dataclasses import dataclass, field
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from dsh_session import Session, SessionHeader
 from dsh_tools import ToolContent, ToolDefinition, ToolExecution, ToolRegistry, ToolResult
 
 
@@ -68,13 +68,15 @@ class WaitTool(ToolDefinition[WaitArgs]):
 
 @dataclass(frozen=True)
 class Caller:
+    """A calling agent: its session (a real log) and session cwd."""
+
     session_id: str = "session-1"
     cwd: str | None = "/home/user/project"
+    session: Session = field(init=False, compare=False, repr=False)
 
-    @property
-    def session(self) -> SimpleNamespace:
-        """The session as `dsh_tools.ToolCaller` reads it: ``session.header.id``."""
-        return SimpleNamespace(header=SimpleNamespace(id=self.session_id))
+    def __post_init__(self) -> None:
+        header = SessionHeader(id=self.session_id, created_at=0)
+        object.__setattr__(self, "session", Session(header))
 
 
 @pytest.fixture

@@ -32,7 +32,6 @@ from dsh_agent_core._lifecycle import SessionLifecycle
 from dsh_agent_core._manual_compaction import compact_held
 from dsh_agent_core._model_windows import WindowDiscovery, missing_window_hint
 from dsh_agent_core._models import provider_models
-from dsh_agent_core._permissions import logged_sandbox_mode
 from dsh_agent_core._routes import Routes
 from dsh_agent_core._runtime_context import RuntimeContext
 from dsh_agent_core._sandbox_policy import sandbox_policy
@@ -62,7 +61,7 @@ from dsh_session import SessionEvent, SessionHeader
 from dsh_shell import SandboxMode, WorkspacePin
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tool_fs import FileTools
-from dsh_tools import ResultSpill, ToolDefinition, ToolExecution
+from dsh_tools import ResultSpill, ToolDefinition
 
 __all__ = [
     "BUILT_IN_TOOL_NAMES",
@@ -150,17 +149,13 @@ class Harness:
             enable_background=config.bash.background,
             jobs=self.jobs,
             sandbox=self.policy,
-            sandbox_mode=self._session_sandbox_mode,
         )
         built_in: list[ToolDefinition[Any]] = [bash]
         if config.bash.background:
             built_in.extend(job_tools(self.jobs))
-        # the file tools follow the bash tool's sandbox policy and the session's mode
-        self.files = FileTools(
-            self.policy,
-            sandbox_mode=self._session_sandbox_mode,
-            workspace_pins=self.workspace_pin,
-        )
+        # the file tools follow the bash tool's sandbox policy; both read each calling
+        # session's own logged mode from its log
+        self.files = FileTools(self.policy, workspace_pins=self.workspace_pin)
         built_in.extend(self.files.definitions())
         self.spill = ResultSpill(home / "spill")
         # MCP servers start with the harness (start(), async with, or the first agent); what
@@ -238,11 +233,6 @@ class Harness:
         probe = self.sandbox_probe()
         if not probe.available:
             raise SandboxUnavailableError(mode, str(probe.cause), str(probe.fix))
-
-    def _session_sandbox_mode(self, execution: ToolExecution) -> SandboxMode | None:
-        """The calling session's logged sandbox mode (its own knob beats the config's)."""
-        agent = self.get(execution.session_id) if execution.session_id is not None else None
-        return logged_sandbox_mode(agent.session) if agent is not None else None
 
     def workspace_pin(self, session_id: str) -> WorkspacePin | None:
         """The workspace ``session_id`` pinned when it started or resumed in this harness

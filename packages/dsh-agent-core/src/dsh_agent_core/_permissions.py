@@ -3,19 +3,18 @@
 A session pins ``permission/preset {preset}``, ``sandbox/mode {mode}`` and ``approval/policy
 {policy}`` at creation, before any turn (the harness's ``turn-tail-actions`` fixture, seqs
 0–2); later changes append only the knobs whose values changed. A session's effective knobs are
-its last logged ones, so a resumed session keeps its own whatever the configuration now says.
+its last logged ones, so a resumed session keeps its own whatever the configuration now says:
+the one fold of them is the session seam's ``dsh_session.logged_permissions``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final, TypeVar
-from weakref import WeakKeyDictionary
+from typing import Final, TypeVar
 
 from dsh_agent import APPROVAL_POLICIES, ApprovalPolicy, logged_approval_policy
-from dsh_session import Session
-from dsh_shell import SANDBOX_MODES, SandboxMode
+from dsh_session import Session, logged_permissions
+from dsh_shell import SANDBOX_MODES, SandboxMode, sandbox_mode_from_log
 
 __all__ = [
     "PERMISSION_PRESETS",
@@ -70,44 +69,10 @@ def approval_of(value: str | None) -> ApprovalPolicy | None:
     return policy
 
 
-@dataclass(slots=True)
-class _Knobs:
-    """What a session logged so far: its last preset and mode, and how far it was read (its
-    approval policy is the seam's fold, ``dsh_agent.logged_approval_policy``)."""
-
-    seen: int = 0
-    preset: Any = None
-    mode: SandboxMode | None = None
-
-
-_KNOBS: WeakKeyDictionary[Session, _Knobs] = WeakKeyDictionary()
-
-
-def _knobs(session: Session) -> _Knobs:
-    """The session's knobs, folding only the events appended since the last call (a log is
-    append-only), so asking on every step or call costs nothing that grows with the log. A
-    logged value outside the vocabulary reads as the narrowest (fail closed)."""
-    knobs = _KNOBS.get(session)
-    if knobs is None:
-        knobs = _KNOBS[session] = _Knobs()
-    events = session.events
-    for index in range(knobs.seen, len(events)):
-        event = events[index]
-        if event.type not in ("permission/preset", "sandbox/mode"):
-            continue
-        data: Any = event.data if isinstance(event.data, dict) else {}
-        if event.type == "permission/preset":
-            knobs.preset = data.get("preset")
-        else:
-            knobs.mode = _member(data.get("mode"), SANDBOX_MODES) or "read-only"
-    knobs.seen = len(events)
-    return knobs
-
-
 def logged_sandbox_mode(session: Session) -> SandboxMode | None:
     """The session's last ``sandbox/mode``; a value outside the vocabulary reads as the
     narrowest mode (fail closed); ``None`` when it logged none."""
-    return _knobs(session).mode
+    return sandbox_mode_from_log(logged_permissions(session).sandbox_mode)
 
 
 def pin_permissions(
@@ -124,7 +89,7 @@ def pin_permissions(
     appended = 0
     source = {"source": "delegation"} if delegated else {}
     preset = preset_name(mode, approval)
-    if preset is not None and _knobs(session).preset != preset:
+    if preset is not None and logged_permissions(session).preset != preset:
         session.append("permission/preset", {"preset": preset})
         appended += 1
     if logged_sandbox_mode(session) != mode:

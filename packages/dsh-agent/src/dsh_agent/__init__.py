@@ -1,7 +1,7 @@
 """The DSH agent seam: what an agent is, and where a loop lets plugins in.
 
 - ``Agent``: one session driven by a model in turns; ``send`` (``followup``/``steer``/
-  ``inject``), ``cancel``, ``wait_idle``.
+  ``inject``), ``cancel``, ``wait_idle``; ``calling_agent`` finds the agent behind a tool call.
 - ``AgentOptions`` (the route and limits an agent asks for) and ``RequestConfig`` (one
   request's logged ``config``).
 - ``Extensions``: the loop's ordered, disposable extension points (``session_start``,
@@ -17,7 +17,15 @@
 Contracts only: the loop itself is ``dsh-agent-loop``.
 """
 
-from dsh_agent._agent import Agent, AgentStatus, CancelCause, CancelKind, Incoming, SendTarget
+from dsh_agent._agent import (
+    Agent,
+    AgentStatus,
+    CancelCause,
+    CancelKind,
+    Incoming,
+    SendTarget,
+    calling_agent,
+)
 from dsh_agent._approval import (
     APPROVAL_OUTCOMES,
     APPROVAL_POLICIES,
@@ -90,5 +98,6 @@ __all__ = [
     "StepContext",
     "TurnStopping",
     "TurnStoppingListener",
+    "calling_agent",
     "logged_approval_policy",
 ]

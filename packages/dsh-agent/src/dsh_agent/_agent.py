@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from dsh_agent._options import AgentOptions
 from dsh_llm import UserMessage
 from dsh_session import Session
+from dsh_tools import ToolExecution
 
 __all__ = [
     "Agent",
@@ -17,6 +18,7 @@ __all__ = [
     "CancelKind",
     "Incoming",
     "SendTarget",
+    "calling_agent",
 ]
 
 AgentStatus = Literal["idle", "running"]
@@ -118,3 +120,11 @@ class Agent(Protocol):
     async def wait_idle(self) -> None:
         """Return once the agent is idle with nothing left to run."""
         ...
+
+
+def calling_agent(execution: ToolExecution) -> Agent | None:
+    """The agent behind a tool call: a loop passes its agent as the call's caller (an `Agent`
+    is a ``dsh_tools.ToolCaller``), so a plugin that must act on it (stop its turn, read its
+    model) finds it here; ``None`` for a call without a caller or made by anything else."""
+    caller = execution.caller
+    return caller if isinstance(caller, Agent) else None

@@ -68,6 +68,7 @@ from dsh_agent import (
     SessionStartSource,
     StepContext,
     TurnStopping,
+    calling_agent,
 )
 from dsh_hooks._config import HookEventName, HooksConfig
 from dsh_hooks._journal import TurnTracker, append_hook_pair, last_assistant_text
@@ -127,17 +128,6 @@ class _SessionStart:
         self.task = task
         self.event = event
         self.logged = False
-
-
-def _session_of(value: object) -> Session | None:
-    session = getattr(value, "session", None)
-    return session if isinstance(session, Session) else None
-
-
-def _model_of(agent: object) -> str:
-    """The model an agent runs on (``""`` when it is not known)."""
-    model = getattr(getattr(agent, "options", None), "model", None)
-    return model if isinstance(model, str) else ""
 
 
 def _prompt_text(messages: Iterable[UserMessage]) -> str:
@@ -245,12 +235,13 @@ class HookRunner:
         session: Session | None = None,
         turn: int | None = None,
         aliases: tuple[str, ...] = (),
-        agent: object = None,
+        agent: Agent | None = None,
     ) -> tuple[MergedOutcome, list[_Ran]]:
         """Run every hook ``event`` selects for ``subject``; with a ``session`` and an open
         ``turn`` each one is logged as it finishes, else it is returned for later logging."""
         if self.config.dialect == "codex" and not self.config.model:
-            payload = {**payload, "model": _model_of(agent)}  # the agent's own model
+            model = agent.options.model if agent is not None else ""  # the agent's own model
+            payload = {**payload, "model": model}
         stdin = json.dumps(payload, ensure_ascii=False)
         if self.config.dialect == "claude-code":
             stdin += "\n"
@@ -352,8 +343,8 @@ class HookRunner:
             return None
         return header.agent_preset or "general-purpose"
 
-    async def _halt(self, agent: object, event: str, outcome: MergedOutcome) -> None:
-        if outcome.stop and isinstance(agent, Agent):
+    async def _halt(self, agent: Agent | None, event: str, outcome: MergedOutcome) -> None:
+        if outcome.stop and agent is not None:
             reason = await self._bounded_reason(outcome.stop_reason, agent.id, f"{event}-stop")
             reason = reason or f"stopped by {event} hook"
             agent.cancel(CancelCause(kind="hook", reason=reason), keep_inbox=True)
@@ -527,7 +518,7 @@ class HookRunner:
         self, execution: ToolExecution
     ) -> tuple[str, str | None, Session | None, int | None]:
         caller = execution.caller
-        session = _session_of(caller)
+        session = caller.session if caller is not None else None
         turn = self._turns.open_turn(session) if session is not None else None
         cwd = await self._hook_cwd(session, caller.cwd if caller is not None else None)
         return execution.session_id or "", cwd, session, turn
@@ -551,9 +542,9 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
-            agent=execution.caller,
+            agent=calling_agent(execution),
         )
-        await self._halt(execution.caller, "PreToolUse", outcome)
+        await self._halt(calling_agent(execution), "PreToolUse", outcome)
         label = f"PreToolUse-{execution.call_id}"
         if outcome.decision == "deny":
             reason = await self._bounded_reason(outcome.reason, execution.session_id, label)
@@ -587,9 +578,9 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
-            agent=execution.caller,
+            agent=calling_agent(execution),
         )
-        await self._halt(execution.caller, "PostToolUse", outcome)
+        await self._halt(calling_agent(execution), "PostToolUse", outcome)
         added = list(outcome.contexts)
         if outcome.decision == "deny":
             reason = outcome.reason or "blocked by PostToolUse hook"

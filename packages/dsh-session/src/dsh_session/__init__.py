@@ -96,6 +96,7 @@ from dsh_session._messages import (
     tool_result_data,
     user_message_data,
 )
+from dsh_session._permissions import LoggedPermissions, logged_permissions
 from dsh_session._repair import (
     NOT_STARTED_TEXT,
     OUTCOME_UNKNOWN_TEXT,
@@ -151,6 +152,7 @@ __all__ = [
     "HookInvokedEvent",
     "HookResultEvent",
     "JsonValue",
+    "LoggedPermissions",
     "LosslessJsonError",
     "MessageParts",
     "OpaqueEvent",
@@ -212,6 +214,7 @@ __all__ = [
     "is_surface_event",
     "js_number",
     "legacy_message_id",
+    "logged_permissions",
     "lossless_json_snapshot",
     "make_event",
     "message_parts",

@@ -82,6 +82,7 @@ from dsh_shell._sandbox import (
     SandboxPolicy,
     default_denied_paths,
     sandbox_denied_marker,
+    sandbox_mode_from_log,
     sandbox_widens,
 )
 from dsh_shell._workspace import WorkspaceChangedError, WorkspacePin, WorkspacePinLookup
@@ -154,6 +155,7 @@ __all__ = [
     "resolve_request",
     "retry_wider_hint",
     "sandbox_denied_marker",
+    "sandbox_mode_from_log",
     "sandbox_widens",
     "scrub_parent_environment",
     "signal_marker",

@@ -57,6 +57,15 @@ def sandbox_widens(current: SandboxMode, requested: SandboxMode) -> bool:
     return _mode_rank("current", current) < _mode_rank("requested", requested)
 
 
+def sandbox_mode_from_log(value: str | None) -> SandboxMode | None:
+    """A sandbox mode as a session log holds it (``dsh_session.logged_permissions``), read
+    fail closed: ``None`` stays ``None`` (none logged), a value outside `SANDBOX_MODES` reads
+    as the narrowest mode, ``read-only``."""
+    if value is None:
+        return None
+    return next((mode for mode in SANDBOX_MODES if mode == value), SANDBOX_MODES[0])
+
+
 def sandbox_denied_marker(mode: SandboxMode) -> str:
     """The model-facing marker of a file effect the sandbox refused under ``mode``."""
     _mode_rank("mode", mode)

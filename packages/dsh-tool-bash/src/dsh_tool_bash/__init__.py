@@ -13,7 +13,6 @@ from dsh_tool_bash._bash import (
     BashBackgroundSandboxArgs,
     BashSandboxArgs,
     BashTool,
-    SandboxModeLookup,
 )
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import (
@@ -92,7 +91,6 @@ __all__ = [
     "MissingKeyDescriptionError",
     "NonStringEnvValueError",
     "ReservedShellEnvKeyError",
-    "SandboxModeLookup",
     "ShellEnvDeclaration",
     "ShellEnvDeclarationError",
     "ShellEnvError",

@@ -5,19 +5,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeAlias
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from dsh_session import logged_permissions
 from dsh_shell import (
     ESCALATION_SCHEMA,
     JUSTIFICATION_DESCRIPTION,
     SANDBOX_PERMISSIONS_DESCRIPTION,
     Escalation,
     OutputListener,
-    SandboxMode,
     SandboxPolicy,
     ShellExecRequest,
     ShellExecutor,
@@ -28,6 +27,7 @@ from dsh_shell import (
     render_result,
     retry_wider_hint,
     sandbox_denied_marker,
+    sandbox_mode_from_log,
 )
 from dsh_tool_bash._description import bash_description
 from dsh_tool_bash._errors import BackgroundDisabledError
@@ -52,15 +52,10 @@ __all__ = [
     "BashBackgroundSandboxArgs",
     "BashSandboxArgs",
     "BashTool",
-    "SandboxModeLookup",
 ]
 
 OptionalEscalation = Annotated[Escalation | None, WithJsonSchema(ESCALATION_SCHEMA)]
 """An escalation the model may omit, shown as a string enum only."""
-
-SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
-"""The sandbox mode of the calling session (its last logged ``sandbox/mode``), or ``None`` for
-the tool's default policy's mode."""
 
 
 class BashArgs(BaseModel):
@@ -164,7 +159,7 @@ class BashTool(ToolDefinition[BashArgs]):
     parameter is absent from the schema and a call that sends it anyway is refused.
 
     With ``sandbox`` (the default `SandboxPolicy`; its ``workspace`` defaults to the caller's
-    cwd, its mode to what ``sandbox_mode`` says of the calling session) every request carries
+    cwd, its mode to the calling session's last logged ``sandbox/mode``) every request carries
     the policy, so a confining executor confines it and a non-confining one refuses it; the
     parameters gain ``sandbox_permissions`` + ``justification`` (given together, widening
     only): such a call needs approval (``escalate sandbox to <mode>: <justification>``) and,
@@ -183,14 +178,12 @@ class BashTool(ToolDefinition[BashArgs]):
         enable_background: bool = True,
         jobs: JobRegistry | None = None,
         sandbox: SandboxPolicy | None = None,
-        sandbox_mode: SandboxModeLookup | None = None,
     ) -> None:
         self.executor = executor
         self.shell_env = shell_env
         self.enable_background = enable_background
         self.jobs = jobs if jobs is not None else JobRegistry()
         self.sandbox = sandbox
-        self.sandbox_mode = sandbox_mode
         self.description = bash_description(
             enable_background=enable_background,
             sandbox_mode=sandbox.mode if sandbox is not None else None,
@@ -204,7 +197,9 @@ class BashTool(ToolDefinition[BashArgs]):
         policy = self.sandbox
         if policy is None:
             return None
-        mode = self.sandbox_mode(execution) if self.sandbox_mode is not None else None
+        caller = execution.caller
+        logged = logged_permissions(caller.session).sandbox_mode if caller is not None else None
+        mode = sandbox_mode_from_log(logged)
         changes: dict[str, object] = {}
         if mode is not None and mode != policy.mode:
             changes["mode"] = mode

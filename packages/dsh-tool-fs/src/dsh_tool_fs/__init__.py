@@ -10,7 +10,6 @@ from dsh_tool_fs._confinement import (
     Confinement,
     Escalation,
     EscalationArgs,
-    SandboxModeLookup,
     resolve_path,
 )
 from dsh_tool_fs._edit import EditArgs, EditTool
@@ -83,7 +82,6 @@ __all__ = [
     "ReadArgs",
     "ReadTool",
     "SandboxDeniedError",
-    "SandboxModeLookup",
     "SearchError",
     "WriteArgs",
     "WriteTool",

@@ -13,7 +13,6 @@ from pydantic import BaseModel
 from dsh_shell import SandboxAccess, SandboxPolicy, WorkspacePinLookup
 from dsh_tool_fs._confinement import (
     Confinement,
-    SandboxModeLookup,
     escalation_reason,
     resolve_path,
 )
@@ -30,7 +29,6 @@ class FsSettings:
     """What the file tools of one `FileTools` share (see there)."""
 
     sandbox: SandboxPolicy | None = None
-    sandbox_mode: SandboxModeLookup | None = None
     workspace_pins: WorkspacePinLookup | None = None
     observations: Observations = field(default_factory=Observations)
     ripgrep: str | None = "rg"
@@ -60,7 +58,6 @@ class FileTool(ToolDefinition[Any]):
         return Confinement.for_call(
             execution,
             self.settings.sandbox,
-            self.settings.sandbox_mode,
             getattr(args, "sandbox_permissions", None),
             pins=self.settings.workspace_pins,
         )
@@ -88,7 +85,6 @@ class FileTool(ToolDefinition[Any]):
         current = Confinement.for_call(
             execution,
             self.settings.sandbox,
-            self.settings.sandbox_mode,
             pins=self.settings.workspace_pins,
         ).mode
         return escalation_reason(

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, TypeAlias
+from typing import Annotated
 
 from pydantic import BaseModel, Field, WithJsonSchema, model_validator
 
+from dsh_session import logged_permissions
 from dsh_shell import (
     ESCALATION_SCHEMA,
     JUSTIFICATION_DESCRIPTION,
@@ -34,6 +34,7 @@ from dsh_shell import (
     not_widening_problem,
     retry_wider_hint,
     sandbox_denied_marker,
+    sandbox_mode_from_log,
 )
 from dsh_shell import escalation_reason as shared_escalation_reason
 from dsh_tool_fs._errors import SandboxDeniedError
@@ -43,15 +44,10 @@ __all__ = [
     "Confinement",
     "Escalation",
     "EscalationArgs",
-    "SandboxModeLookup",
     "escalation_reason",
     "open_verified",
     "resolve_path",
 ]
-
-SandboxModeLookup: TypeAlias = Callable[[ToolExecution], SandboxMode | None]
-"""The sandbox mode of the calling session (its latest ``sandbox/mode``), or ``None`` for the
-default policy's own mode."""
 
 _OptionalEscalation = Annotated[Escalation | None, WithJsonSchema(ESCALATION_SCHEMA)]
 _OptionalText = Annotated[str | None, WithJsonSchema({"type": "string"})]
@@ -119,13 +115,13 @@ class Confinement:
         cls,
         execution: ToolExecution,
         default: SandboxPolicy | None,
-        lookup: SandboxModeLookup | None,
         requested: Escalation | None = None,
         *,
         pins: WorkspacePinLookup | None = None,
     ) -> Confinement:
-        """The confinement of ``execution``: ``default`` in the session's mode (from
-        ``lookup``), rooted at the caller's cwd, widened to ``requested`` once approved.
+        """The confinement of ``execution``: ``default`` in the mode the calling session
+        logged last (``sandbox/mode``; none logged: the default's own), rooted at the caller's
+        cwd, widened to ``requested`` once approved.
 
         With ``pins``, a session whose workspace is pinned has it verified first (a
         `dsh_shell.WorkspaceChangedError` refuses the call, closed, whatever the mode) and
@@ -135,7 +131,10 @@ class Confinement:
         if default is None:
             return cls(None, base)
         policy = default
-        mode = lookup(execution) if lookup is not None else None
+        caller = execution.caller
+        mode = sandbox_mode_from_log(
+            logged_permissions(caller.session).sandbox_mode if caller else None
+        )
         changes: dict[str, object] = {}
         if mode is not None and mode != policy.mode:
             changes["mode"] = mode

@@ -85,17 +85,15 @@ class Observation:
 
 
 def _logged_results(execution: ToolExecution) -> Iterable[Any]:
-    """The ``meta`` of every ``tool/result`` in the caller's session log, when the caller has
-    one (a ``dsh_session.Session``: ``events`` with ``type`` and ``data``)."""
-    session = getattr(execution.caller, "session", None)
-    events = getattr(session, "events", None)
-    if events is None:
+    """The ``meta`` of every ``tool/result`` in the caller's session log (none without a
+    caller)."""
+    if execution.caller is None:
         return ()
     metas: list[Any] = []
-    for event in events:
-        if getattr(event, "type", None) != "tool/result":
+    for event in execution.caller.session.events:
+        if event.type != "tool/result":
             continue
-        data = getattr(event, "data", None)
+        data = event.data
         if isinstance(data, dict):
             metas.append(data.get("meta"))
     return metas

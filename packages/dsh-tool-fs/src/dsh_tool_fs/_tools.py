@@ -6,7 +6,6 @@ from typing import Any
 
 from dsh_shell import SandboxPolicy, WorkspacePinLookup
 from dsh_tool_fs._base import FileTool, FsSettings
-from dsh_tool_fs._confinement import SandboxModeLookup
 from dsh_tool_fs._edit import EditTool
 from dsh_tool_fs._engine import SEARCH_TIME_BUDGET
 from dsh_tool_fs._observations import Observations
@@ -22,8 +21,8 @@ class FileTools:
     """``read``, ``write``, ``edit``, ``glob`` and ``grep`` under one sandbox policy.
 
     ``sandbox`` (``None``: unconfined) is checked in Python before every access, after the path
-    is resolved: its ``workspace`` defaults to the caller's session cwd and its mode to what
-    ``sandbox_mode`` says of the calling session; under a sandbox each tool takes
+    is resolved: its ``workspace`` defaults to the caller's session cwd and its mode to the last
+    ``sandbox/mode`` the calling session logged; under a sandbox each tool takes
     ``sandbox_permissions`` + ``justification`` (approval needed, one call widened).
     ``ripgrep`` names the ``rg`` executable ``glob``/``grep`` use when it is on ``PATH``
     (``None``: always the pure-Python engine). The read-before-edit state is shared by the
@@ -38,7 +37,6 @@ class FileTools:
         self,
         sandbox: SandboxPolicy | None = None,
         *,
-        sandbox_mode: SandboxModeLookup | None = None,
         ripgrep: str | None = "rg",
         observations: Observations | None = None,
         workspace_pins: WorkspacePinLookup | None = None,
@@ -46,7 +44,6 @@ class FileTools:
     ) -> None:
         self.settings = FsSettings(
             sandbox=sandbox,
-            sandbox_mode=sandbox_mode,
             workspace_pins=workspace_pins,
             observations=observations if observations is not None else Observations(),
             ripgrep=ripgrep,

@@ -9,32 +9,24 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from dsh_llm import ToolCallBlock
+from dsh_session import Session
 
 __all__ = ["ToolCall", "ToolCaller", "ToolExecution", "ToolOutputListener", "freeze_json"]
 
 
-class _CallerHeader(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-class _CallerSession(Protocol):
-    @property
-    def header(self) -> _CallerHeader: ...
-
-
 @runtime_checkable
 class ToolCaller(Protocol):
-    """The agent on whose behalf a tool runs.
+    """The agent on whose behalf a tool runs: its session log and its working directory.
 
-    ``session.header.id`` is the agent's session id (a ``dsh_session.Session`` fits, as does
-    anything with that shape); ``cwd`` its session working directory (absolute), ``None`` when
-    the session has none.
+    ``session`` is the agent's live log (``session.header.id`` is its session id; its events
+    say what the session did and which permissions it logged, `dsh_session.logged_permissions`);
+    ``cwd`` its session working directory (absolute), ``None`` when the session has none. A
+    ``dsh_agent.Agent`` is one.
     """
 
     @property
-    def session(self) -> _CallerSession:
-        """The calling agent's session; only ``session.header.id`` is read."""
+    def session(self) -> Session:
+        """The calling agent's session log."""
         ...
 
     @property
