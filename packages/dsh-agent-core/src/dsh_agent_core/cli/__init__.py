@@ -14,10 +14,10 @@ from rich.text import Text
 
 from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
 from dsh_agent_core.cli._common import State, async_command, err, fail, log_to_terminal, out
+from dsh_agent_core.cli._permission_options import permission_options, sandbox_overrides
 from dsh_agent_core.cli._run import run
 from dsh_agent_core.cli._sessions import sessions
 from dsh_agent_core.cli._terminal import terminal_json, terminal_text
-from dsh_shell import SANDBOX_MODES
 
 if TYPE_CHECKING:
     from dsh_agent_core._config import Config
@@ -37,17 +37,7 @@ def _session_options(command: Any) -> Any:
         [
             click.option("--model", help="provider:model (default: the config's model)."),
             click.option("--preset", help="A preset of the config (system prompt, tools, model)."),
-            click.option(
-                "--sandbox",
-                "sandbox_mode",
-                type=click.Choice(SANDBOX_MODES),
-                help="Where commands may write (default: the config's, else workspace-write).",
-            ),
-            click.option(
-                "--approval",
-                type=click.Choice(["ask", "never"]),
-                help="Ask before widening the sandbox, or never.",
-            ),
+            permission_options("Ask before widening the sandbox, or never."),
             click.option("--resume", "resume_id", help="Continue this session (an id or prefix)."),
             click.option(
                 "-c",
@@ -109,16 +99,13 @@ async def chat(
         fail("the interactive session needs a terminal; in a script use: dsh run PROMPT", code=2)
     if resume_id is not None and continue_:
         fail("give --resume ID or -c/--continue, not both", code=2)
-    sandbox: dict[str, Any] = {}
-    if sandbox_mode is not None:
-        sandbox["mode"] = sandbox_mode
-    if approval is not None:
-        sandbox["approval"] = approval
     from dsh_agent_core.cli._interactive import run_interactive
     from dsh_agent_core.cli._run import _run_agent
     from dsh_agent_core.cli._session_ids import latest_session_here, resolve_session_id
 
-    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
+    overrides = sandbox_overrides(sandbox_mode, approval)
+    sandbox: dict[str, Any] = overrides.get("sandbox", {})
+    config = state.config(**overrides)
     here = _real_cwd()
 
     async def choose_agent(harness: Harness) -> Any:
@@ -342,17 +329,7 @@ async def models_command(state: State, as_json: bool, within: float) -> None:
 
 @cli.command("acp")
 @click.option("--model", help="provider:model of new sessions (default: the config's model).")
-@click.option(
-    "--sandbox",
-    "sandbox_mode",
-    type=click.Choice(SANDBOX_MODES),
-    help="Where commands may write (default: the config's, else workspace-write).",
-)
-@click.option(
-    "--approval",
-    type=click.Choice(["ask", "never"]),
-    help="Ask the editor before widening the sandbox, or never (default: ask).",
-)
+@permission_options("Ask the editor before widening the sandbox, or never (default: ask).")
 @click.pass_obj
 @async_command
 async def acp_command(
@@ -366,12 +343,7 @@ async def acp_command(
 
     if not extra_installed("acp"):
         raise MissingExtraError("dsh acp", "acp", by_config=False)
-    sandbox: dict[str, Any] = {}
-    if sandbox_mode is not None:
-        sandbox["mode"] = sandbox_mode
-    if approval is not None:
-        sandbox["approval"] = approval
-    config = state.config(**({"sandbox": sandbox} if sandbox else {}))
+    config = state.config(**sandbox_overrides(sandbox_mode, approval))
     from dsh_acp import serve_stdio
 
     await serve_stdio(config, model=model)

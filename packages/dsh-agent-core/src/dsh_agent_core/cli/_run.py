@@ -24,8 +24,8 @@ from dsh_agent_core.cli._headless import (
     read_prompt,
     result_line,
 )
+from dsh_agent_core.cli._permission_options import permission_options, sandbox_overrides
 from dsh_agent_core.cli._terminal import terminal_json
-from dsh_shell import SANDBOX_MODES
 
 if TYPE_CHECKING:
     from dsh_agent_core._config import Config
@@ -160,16 +160,8 @@ Exit status:
 )
 @click.option("--preset", help="A preset of the config (system prompt, tools, model).")
 @click.option("--cwd", help="The session's working directory (default: here).")
-@click.option(
-    "--sandbox",
-    "sandbox_mode",
-    type=click.Choice(SANDBOX_MODES),
-    help="Where commands may write (default: the config's, else workspace-write).",
-)
-@click.option(
-    "--approval",
-    type=click.Choice(["ask", "never"]),
-    help="Ask before widening the sandbox, or never (default: ask; never under full access).",
+@permission_options(
+    "Ask before widening the sandbox, or never (default: ask; never under full access)."
 )
 @click.option(
     "--output",
@@ -216,12 +208,8 @@ async def run(
     if resume_id is not None and continue_here:
         raise click.UsageError("--resume and --continue name the session twice: give one")
     prompt = read_prompt(prompt)  # refused before any session exists
-    sandbox: dict[str, Any] = {}
-    if sandbox_mode is not None:
-        sandbox["mode"] = sandbox_mode
-    if approval is not None:
-        sandbox["approval"] = approval
-    overrides: dict[str, Any] = {"sandbox": sandbox} if sandbox else {}
+    overrides = sandbox_overrides(sandbox_mode, approval)
+    sandbox: dict[str, Any] = overrides.get("sandbox", {})
     if max_steps is not None:
         overrides["max_steps_per_turn"] = max_steps
     config = state.config(**overrides)
