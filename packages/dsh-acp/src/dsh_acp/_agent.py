@@ -189,6 +189,10 @@ class DshAcpAgent:
     # -- sessions -----------------------------------------------------------------------------
 
     def _attach(self, agent: Agent) -> _Live:
+        # the file tools of this session read and write the editor's buffers when it offers them
+        # (routed first: a session another front end already routes is refused, nothing started)
+        files = editor_files(self.client, agent.id, self._client_capabilities)
+        unroute = self.harness.files.route_access(agent.id, files) if files is not None else None
         translator = UpdateTranslator(agent.cwd)
         stream = UpdateStream(self.client, agent.id)
 
@@ -197,10 +201,8 @@ class DshAcpAgent:
 
         subscription = agent.session.subscribe(on_event)
         live = _Live(agent, translator, stream, subscription.close)
-        # the file tools of this session read and write the editor's buffers when it offers them
-        files = editor_files(self.client, agent.id, self._client_capabilities)
-        if files is not None:
-            live.unroute_files = self.harness.files.route_access(agent.id, files)
+        if unroute is not None:
+            live.unroute_files = unroute
         self._sessions[agent.id] = live
         return live
 
