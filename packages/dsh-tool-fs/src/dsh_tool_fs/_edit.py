@@ -72,8 +72,8 @@ class EditTool(FileTool):
         access = self.access(execution)
         if access is not None:
             existing = await current_version(self, access, execution, path)
-            data, message = self._edited(args, execution, path, existing)
-            return await store_version(self, access, execution, path, data, message)
+            edited = await asyncio.to_thread(self._edited, args, execution, path, existing)
+            return await store_version(self, access, execution, path, *edited)
         return await asyncio.to_thread(self._edit, args, execution, path)
 
     def _edit(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:

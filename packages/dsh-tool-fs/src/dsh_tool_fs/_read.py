@@ -287,6 +287,16 @@ class ReadTool(FileTool):
         text = await through_access(
             access, "read", path, access.read_text(path), self.settings.access_timeout
         )
+        # up to 16 MiB to encode, split and hash: off the event loop, as the disk path
+        data, rendered = await asyncio.to_thread(self._render_text, access, args, path, text)
+        observation = Observation.of_content(shown, data)
+        self.settings.observations.record(execution, observation)
+        return ToolResult.ok(rendered, meta={OBSERVED_META_KEY: observation.to_meta()})
+
+    def _render_text(
+        self, access: FileAccess, args: Any, path: Path, text: object
+    ) -> tuple[bytes, str]:
+        shown = str(path)
         data = accessed_bytes(access, path, text)
         try:
             window = _whole_window(data, args.offset or 1, args.limit or READ_LIMIT)
@@ -294,10 +304,7 @@ class ReadTool(FileTool):
             raise NotTextError(
                 f"{shown} is a binary file; read shows text files and images", path=shown
             ) from None
-        rendered = _render(shown, window)  # an offset past the end raises: nothing was read
-        observation = Observation.of_content(shown, data)
-        self.settings.observations.record(execution, observation)
-        return ToolResult.ok(rendered, meta={OBSERVED_META_KEY: observation.to_meta()})
+        return data, _render(shown, window)  # an offset past the end raises: nothing was read
 
     def _read(
         self, args: Any, execution: ToolExecution, path: Path, stop: threading.Event
