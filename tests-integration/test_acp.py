@@ -27,12 +27,14 @@ from acp.schema import (
     FileEditToolCallContent,
     FileSystemCapabilities,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
     UserMessageChunk,
+    WriteTextFileResponse,
 )
 
 from dsh_session import CORE_EVENT_TYPES, PLUGIN_EVENT_TYPES
@@ -83,6 +85,12 @@ class Editor:
         self.permission = permission
         self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
         self.changed = asyncio.Event()
+        self.buffers: dict[str, str] = {}
+        """The open buffers (path -> text) ``fs/*`` requests read and write, when offered."""
+        self.fs_requests: list[tuple[str, str, str | None]] = []
+        """Every ``fs/*`` request: (``read`` | ``write``, path, content written)."""
+        self.fs_error: acp.RequestError | None = None
+        self.fs_hang = False
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -100,6 +108,30 @@ class Editor:
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         outcome = AllowedOutcome(outcome="selected", option_id=self.permission)
         return RequestPermissionResponse(outcome=outcome)
+
+    async def _fs(self, kind: str, path: str, content: str | None = None) -> None:
+        self.fs_requests.append((kind, path, content))
+        self.changed.set()
+        if self.fs_error is not None:
+            raise self.fs_error
+        if self.fs_hang:
+            await asyncio.Event().wait()  # never answers; cancelled with the connection
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None,
+        **kwargs: Any,
+    ) -> ReadTextFileResponse:  # fmt: skip
+        await self._fs("read", path)
+        if path not in self.buffers:
+            raise acp.RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        await self._fs("write", path, content)
+        self.buffers[path] = content
+        return WriteTextFileResponse()
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [update for _, update in self.updates if isinstance(update, kind)]
@@ -162,14 +194,15 @@ class Project:
 
     @asynccontextmanager
     async def acp(
-        self, editor: Editor, *args: str, **env: str
+        self, editor: Editor, *args: str, fs: bool = False, **env: str
     ) -> AsyncIterator[tuple[Any, asyncio.subprocess.Process]]:
-        """``dsh acp ARGS`` connected to ``editor``, initialized."""
+        """``dsh acp ARGS`` connected to ``editor``, initialized (offering ``fs/*`` when
+        ``fs``)."""
         async with acp.spawn_agent_process(
             editor, str(DSH), "acp", *args, cwd=self.cwd, env=self.env(**env)
         ) as (conn, process):
             capabilities = ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False)
+                fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs)
             )
             async with asyncio.timeout(TIMEOUT):
                 await conn.initialize(
@@ -458,3 +491,128 @@ async def test_set_mode_pins_the_sandbox_mode_in_the_log(tmp_path: Path, server:
     events = project.verified(session.session_id)
     modes = [e["data"]["mode"] for e in events if e["type"] == "sandbox/mode"]
     assert modes == ["workspace-write", "read-only"]
+
+
+def _tool_texts(body: dict[str, Any]) -> str:
+    """The tool results a model request carried, as one text."""
+    return "\n".join(
+        str(m.get("content")) for m in body.get("messages", []) if m.get("role") == "tool"
+    )
+
+
+async def test_files_go_through_the_editor_when_it_offers_them(tmp_path: Path, server: Any) -> None:
+    project = Project(tmp_path, server)
+    target = project.cwd / "notes.txt"
+    target.write_text("saved line\n")
+    server.scripts = [
+        tool_call("read", {"file_path": "notes.txt"}, "call-1"),
+        tool_call(
+            "edit",
+            {"file_path": "notes.txt", "old_string": "unsaved", "new_string": "edited"},
+            "call-2",
+        ),
+        loopback.text_answer("Edited."),
+    ]
+    editor = Editor()
+    editor.buffers[str(target)] = "unsaved line\n"  # the user typed, and did not save
+    async with project.acp(editor, fs=True) as (conn, _process):
+        session = await conn.new_session(cwd=str(project.cwd), mcp_servers=[])
+        answer = await _prompt(conn, session.session_id, "Edit the notes")
+    assert answer.stop_reason == "end_turn"
+    told = _tool_texts(server.bodies[1])
+    assert "1: unsaved line" in told  # the model read the buffer, not the disk
+    assert "1: saved line" not in told
+    assert editor.fs_requests == [
+        ("read", str(target), None),
+        ("read", str(target), None),  # the buffer again: unchanged since the model read it
+        ("write", str(target), "edited line\n"),
+    ]
+    assert editor.buffers[str(target)] == "edited line\n"
+    assert target.read_text() == "saved line\n"  # dsh did not write the disk; the editor may
+    starts = {s.tool_call_id: s for s in editor.of(ToolCallStart)}
+    assert (starts["call-1"].kind, starts["call-2"].kind) == ("read", "edit")
+    (diff,) = [c for c in starts["call-2"].content if isinstance(c, FileEditToolCallContent)]
+    assert (diff.path, diff.old_text, diff.new_text) == (str(target), "unsaved", "edited")
+    finished = [p for p in editor.of(ToolCallProgress) if p.status in ("completed", "failed")]
+    assert [(p.tool_call_id, p.status) for p in finished] == [
+        ("call-1", "completed"), ("call-2", "completed")
+    ]  # fmt: skip
+    project.verified(session.session_id)
+
+
+async def test_an_editor_error_fails_the_call_naming_the_path_and_the_turn_goes_on(
+    tmp_path: Path, server: Any
+) -> None:
+    project = Project(tmp_path, server)
+    target = project.cwd / "notes.txt"
+    target.write_text("on disk\n")
+    server.scripts = [
+        tool_call("read", {"file_path": "notes.txt"}, "call-1"),
+        loopback.text_answer("The editor could not read it."),
+    ]
+    editor = Editor()
+    editor.fs_error = acp.RequestError(-32603, "Internal error", {"details": "buffer is locked"})
+    async with project.acp(editor, fs=True) as (conn, _process):
+        session = await conn.new_session(cwd=str(project.cwd), mcp_servers=[])
+        answer = await _prompt(conn, session.session_id, "Read the notes")
+    assert answer.stop_reason == "end_turn"
+    assert editor.text() == "The editor could not read it."
+    told = _tool_texts(server.bodies[1])
+    assert f"{target} could not be read through the editor" in told
+    assert "buffer is locked" in told
+    assert "on disk" not in told  # no fallback to the disk behind the editor's back
+    (failed,) = [p for p in editor.of(ToolCallProgress) if p.status == "failed"]
+    assert failed.tool_call_id == "call-1"
+    events = project.verified(session.session_id)
+    (result,) = [e for e in events if e["type"] == "tool/result"]
+    assert "FS_ACCESS_FAILED" in json.dumps(result)
+    assert [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"] == ["completed"]
+
+
+async def test_a_sandbox_refusal_asks_the_editor_nothing(tmp_path: Path, server: Any) -> None:
+    project = Project(tmp_path, server, sandbox="workspace-write")
+    outside = tmp_path / "outside.txt"
+    server.scripts = [
+        tool_call("write", {"file_path": str(outside), "content": "x\n"}, "call-1"),
+        loopback.text_answer("Refused outside."),
+        tool_call("write", {"file_path": "inside.txt", "content": "x\n"}, "call-2"),
+        loopback.text_answer("Refused inside."),
+    ]
+    editor = Editor()
+    async with project.acp(editor, fs=True) as (conn, _process):
+        session = await conn.new_session(cwd=str(project.cwd), mcp_servers=[])
+        first = await _prompt(conn, session.session_id, "Write outside the project")
+        async with asyncio.timeout(TIMEOUT):
+            await conn.set_session_mode(session_id=session.session_id, mode_id="read-only")
+        second = await _prompt(conn, session.session_id, "Write inside the project")
+    assert (first.stop_reason, second.stop_reason) == ("end_turn", "end_turn")
+    assert editor.fs_requests == []  # refused before the editor was asked anything
+    assert "the sandbox refuses to write" in _tool_texts(server.bodies[1])
+    assert "workspace-write" in _tool_texts(server.bodies[1])
+    assert _tool_texts(server.bodies[3]).count("the sandbox refuses to write") == 2
+    assert "(read-only" in _tool_texts(server.bodies[3])
+    assert not outside.exists()
+    assert not (project.cwd / "inside.txt").exists()
+    project.verified(session.session_id)
+
+
+async def test_cancel_while_the_editor_does_not_answer_ends_the_turn(
+    tmp_path: Path, server: Any
+) -> None:
+    project = Project(tmp_path, server)
+    server.scripts = [
+        tool_call("read", {"file_path": "notes.txt"}, "call-1"),
+        loopback.text_answer("After."),
+    ]
+    editor = Editor()
+    editor.fs_hang = True
+    async with project.acp(editor, fs=True) as (conn, _process):
+        session = await conn.new_session(cwd=str(project.cwd), mcp_servers=[])
+        turn = asyncio.ensure_future(_prompt(conn, session.session_id, "Read the notes"))
+        await editor.wait_for(lambda: bool(editor.fs_requests))
+        await conn.cancel(session_id=session.session_id)
+        answer = await turn
+        assert answer.stop_reason == "cancelled"
+    events = project.verified(session.session_id)
+    assert events[-1]["type"] == "turn/end"
+    assert events[-1]["data"]["reason"]["kind"] == "aborted"

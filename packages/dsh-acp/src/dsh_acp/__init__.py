@@ -9,6 +9,9 @@ dsh session: the same log, the same ``dsh sessions`` commands, resumable from a 
   status, locations and content), ``session/cancel``, ``session/set_mode`` (the sandbox modes,
   `SESSION_MODES`).
 - `EditorApprovals`: approvals asked with ``session/request_permission``.
+- `EditorFiles` / `editor_files`: a session's ``read``, ``write`` and ``edit`` through the
+  editor's ``fs/read_text_file`` and ``fs/write_text_file`` when it offers them (its unsaved
+  buffers), under the same sandbox; `EditorFileError` is an editor's error answer.
 - `prompt_text`: a prompt's blocks as the user's message (bounded by `MAX_PROMPT_CHARS`).
 - The errors: `AcpInputError` and its subclasses, each naming what the editor sent.
 """
@@ -28,6 +31,7 @@ from dsh_acp._errors import (
     SessionBusyError,
     UnknownSessionError,
 )
+from dsh_acp._files import EditorFileError, EditorFiles, editor_files
 from dsh_acp._prompt import MAX_PROMPT_CHARS, prompt_text
 from dsh_acp._serve import serve_stdio
 from dsh_acp._updates import UpdateStream, UpdateTranslator
@@ -46,12 +50,15 @@ __all__ = [
     "CallView",
     "DshAcpAgent",
     "EditorApprovals",
+    "EditorFileError",
+    "EditorFiles",
     "PromptContentError",
     "SessionBusyError",
     "UnknownSessionError",
     "UpdateStream",
     "UpdateTranslator",
     "call_view",
+    "editor_files",
     "prompt_text",
     "serve_stdio",
 ]

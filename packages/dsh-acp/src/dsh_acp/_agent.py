@@ -41,6 +41,7 @@ from dsh_acp._errors import (
     UnknownSessionError,
     to_request_error,
 )
+from dsh_acp._files import FsClient, editor_files
 from dsh_acp._prompt import PromptBlock, prompt_text
 from dsh_acp._updates import UpdateSink, UpdateStream, UpdateTranslator
 from dsh_agent import Agent
@@ -85,7 +86,7 @@ _STOP_REASONS: Final[dict[str, StopReason]] = {
 }
 
 
-class AgentClient(UpdateSink, PermissionClient):
+class AgentClient(UpdateSink, PermissionClient, FsClient):
     """What the agent uses of the editor's end of the connection."""
 
 
@@ -97,6 +98,7 @@ class _Live:
     translator: UpdateTranslator
     stream: UpdateStream
     unsubscribe: Callable[[], None]
+    unroute_files: Callable[[], None] = lambda: None
 
 
 def _version() -> str:
@@ -187,6 +189,10 @@ class DshAcpAgent:
     # -- sessions -----------------------------------------------------------------------------
 
     def _attach(self, agent: Agent) -> _Live:
+        # the file tools of this session read and write the editor's buffers when it offers them
+        # (routed first: a session another front end already routes is refused, nothing started)
+        files = editor_files(self.client, agent.id, self._client_capabilities)
+        unroute = self.harness.files.route_access(agent.id, files) if files is not None else None
         translator = UpdateTranslator(agent.cwd)
         stream = UpdateStream(self.client, agent.id)
 
@@ -195,6 +201,8 @@ class DshAcpAgent:
 
         subscription = agent.session.subscribe(on_event)
         live = _Live(agent, translator, stream, subscription.close)
+        if unroute is not None:
+            live.unroute_files = unroute
         self._sessions[agent.id] = live
         return live
 
@@ -355,6 +363,7 @@ class DshAcpAgent:
         for live in list(self._sessions.values()):
             live.agent.cancel()
             live.unsubscribe()
+            live.unroute_files()
             with contextlib.suppress(Exception):
                 await live.stream.aclose()
         self._sessions.clear()

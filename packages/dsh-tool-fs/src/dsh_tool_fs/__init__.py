@@ -1,9 +1,11 @@
 """The DSH file tools: ``read``, ``write``, ``edit``, ``glob`` and ``grep``, confined by the
 `dsh_shell.SandboxPolicy` the sandboxed ``bash`` follows, with read-before-edit kept per session.
 
-Register them with ``FileTools(policy).register(registry)``.
+Register them with ``FileTools(policy).register(registry)``; ``FileTools.route_access`` sends
+one session's ``read``/``write``/``edit`` through a `FileAccess` (an editor's buffers).
 """
 
+from dsh_tool_fs._access import ACCESS_TIMEOUT, FileAccess, FileAccessError, FileAccessRoutes
 from dsh_tool_fs._atomic import write_atomic
 from dsh_tool_fs._base import FileTool, FsSettings
 from dsh_tool_fs._confinement import (
@@ -48,6 +50,7 @@ from dsh_tool_fs._tools import FileTools
 from dsh_tool_fs._write import WriteArgs, WriteTool
 
 __all__ = [
+    "ACCESS_TIMEOUT",
     "GLOB_LIMIT",
     "GREP_HEAD_LIMIT",
     "GREP_MAX_CONTEXT",
@@ -65,6 +68,9 @@ __all__ = [
     "EditTool",
     "Escalation",
     "EscalationArgs",
+    "FileAccess",
+    "FileAccessError",
+    "FileAccessRoutes",
     "FileChangedError",
     "FileNotReadError",
     "FileTool",

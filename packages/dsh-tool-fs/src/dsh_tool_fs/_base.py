@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from dsh_shell import SandboxAccess, SandboxPolicy, WorkspacePinLookup
+from dsh_tool_fs._access import ACCESS_TIMEOUT, FileAccess, FileAccessRoutes
 from dsh_tool_fs._confinement import (
     Confinement,
     escalation_reason,
@@ -33,13 +34,16 @@ class FsSettings:
     observations: Observations = field(default_factory=Observations)
     ripgrep: str | None = "rg"
     search_budget: float = SEARCH_TIME_BUDGET
+    accesses: FileAccessRoutes = field(default_factory=FileAccessRoutes)
+    access_timeout: float = ACCESS_TIMEOUT
 
     def __post_init__(self) -> None:
-        budget = self.search_budget
-        if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
-            raise ValueError(f"search_budget must be a positive number of seconds, not {budget!r}")
-        if math.isinf(budget):
-            raise ValueError("search_budget must be finite: a search needs an end")
+        for name, what in (("search_budget", "a search"), ("access_timeout", "a file access")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+            if math.isinf(value):
+                raise ValueError(f"{name} must be finite: {what} needs an end")
 
 
 class FileTool(ToolDefinition[Any]):
@@ -76,6 +80,11 @@ class FileTool(ToolDefinition[Any]):
             )
         confinement.check(path, access, shown=str(path))
         return path
+
+    def access(self, execution: ToolExecution) -> FileAccess | None:
+        """The `FileAccess` ``execution``'s session goes through (``None``: the local disk)."""
+        access = self.settings.accesses.get(execution)
+        return access if access is not None and (access.reads or access.writes) else None
 
     def approval_reason(self, args: Any, execution: ToolExecution) -> str | None:
         """An escalated call needs approval; one that does not widen is refused."""

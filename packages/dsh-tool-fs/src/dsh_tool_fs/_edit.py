@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,13 @@ from dsh_tool_fs._confinement import EscalationArgs
 from dsh_tool_fs._errors import FsToolError, NotTextError
 from dsh_tool_fs._read import WHOLE_FILE_BYTES
 from dsh_tool_fs._schema import args_config
-from dsh_tool_fs._write import current_file, encode_text, store_text
+from dsh_tool_fs._write import (
+    current_file,
+    current_version,
+    encode_text,
+    store_text,
+    store_version,
+)
 from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
 
 __all__ = ["EditArgs", "EditTool"]
@@ -51,7 +58,8 @@ class EditTool(FileTool):
     sandbox_args = EditSandboxArgs
 
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
-        """Edit the file (see the module docs)."""
+        """Edit the file (see the module docs), on the disk off the event loop, or through the
+        session's `FileAccess`."""
         if args.old_string == "":
             raise InvalidToolArgumentsError(
                 self.name, ["old_string: must not be empty (use write to create a file)"]
@@ -61,20 +69,38 @@ class EditTool(FileTool):
                 self.name, ["new_string: is the same as old_string; nothing would change"]
             )
         path = self.target(args, execution, args.file_path, "write", "file_path")
+        access = self.access(execution)
+        if access is not None:
+            existing = await current_version(self, access, execution, path)
+            edited = await asyncio.to_thread(self._edited, args, execution, path, existing)
+            return await store_version(self, access, execution, path, *edited)
         return await asyncio.to_thread(self._edit, args, execution, path)
 
     def _edit(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
-        shown = str(path)
         existing = current_file(path)
+        data, message = self._edited(args, execution, path, existing)
+        status = existing[0] if existing is not None else None
+        return store_text(self, execution, path, data, status, message)
+
+    def _edited(
+        self,
+        args: Any,
+        execution: ToolExecution,
+        path: Path,
+        existing: tuple[os.stat_result | None, bytes | None] | None,
+    ) -> tuple[bytes, str]:
+        """The new content of ``path`` (whose current version is ``existing``) and the
+        answer, once the session is known to have seen that version."""
+        shown = str(path)
         if existing is None:
             raise FsToolError(
                 f"{shown} does not exist; use write to create it", code="FS_NOT_FOUND", path=shown
             )
         status, content = existing
-        if content is None:
+        if content is None:  # a file on disk over WHOLE_FILE_BYTES (an access's is refused)
+            size = f"{status.st_size} bytes" if status is not None else "too large"
             raise FsToolError(
-                f"{shown} is {status.st_size} bytes, over the {WHOLE_FILE_BYTES} bytes edit "
-                "changes",
+                f"{shown} is {size}, over the {WHOLE_FILE_BYTES} bytes edit changes",
                 code="FS_TOO_LARGE",
                 path=shown,
             )
@@ -108,6 +134,4 @@ class EditTool(FileTool):
         data = encode_text(self.name, "new_string", updated)
         count = found if args.replace_all else 1
         noun = "occurrence" if count == 1 else "occurrences"
-        return store_text(
-            self, execution, path, data, status, f"Edited {shown}: replaced {count} {noun}."
-        )
+        return data, f"Edited {shown}: replaced {count} {noun}."

@@ -2,9 +2,12 @@
 
 ``edit`` (and ``write`` over an existing file) refuse a file the session has not read, or one
 that changed on disk since (its device, inode, size or modification time differ; when the read
-saw the whole file, its SHA-256 too). Each successful ``read``/``write``/``edit`` result carries
-the version it saw in its ``meta`` (``fsObserved``), which the session log keeps: a resumed
-session's state is rebuilt from its own log the first time one of its calls needs it.
+saw the whole file, its SHA-256 too). A version read or written through a `FileAccess` (an
+editor's buffer, which has no file status) is known by its content alone (``content_only``):
+it is current while the text, wherever it is read now, has the same SHA-256. Each successful
+``read``/``write``/``edit`` result carries the version it saw in its ``meta`` (``fsObserved``),
+which the session log keeps: a resumed session's state is rebuilt from its own log the first
+time one of its calls needs it.
 """
 
 from __future__ import annotations
@@ -26,7 +29,10 @@ OBSERVED_META_KEY = "fsObserved"
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """One file's version as a call saw it (``sha256`` only when it saw the whole content)."""
+    """One file's version as a call saw it (``sha256`` only when it saw the whole content).
+
+    ``content_only``: seen through a `FileAccess` (device, inode and time are 0), so only
+    ``size`` and ``sha256`` say which version it was."""
 
     path: str
     device: int
@@ -34,12 +40,19 @@ class Observation:
     size: int
     mtime_ns: int
     sha256: str | None = None
+    content_only: bool = False
 
     @classmethod
     def of(cls, path: str, status: os.stat_result, content: bytes | None) -> Observation:
         """The version ``status`` (and, when given, the whole ``content``) describe."""
         digest = hashlib.sha256(content).hexdigest() if content is not None else None
         return cls(path, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, digest)
+
+    @classmethod
+    def of_content(cls, path: str, content: bytes) -> Observation:
+        """The version of a text seen whole through a `FileAccess`: its content alone."""
+        digest = hashlib.sha256(content).hexdigest()
+        return cls(path, 0, 0, len(content), 0, digest, content_only=True)
 
     def to_meta(self) -> dict[str, Any]:
         """The JSON ``meta`` form."""
@@ -53,6 +66,8 @@ class Observation:
         }
         if self.sha256 is not None:
             meta["sha256"] = self.sha256
+        if self.content_only:
+            meta["contentOnly"] = True
         return meta
 
     @classmethod
@@ -72,7 +87,8 @@ class Observation:
         if digest is not None and not isinstance(digest, str):
             return None
         device, inode, mtime_ns = (int(str(n)) for n in texts)
-        return cls(path, device, inode, size, mtime_ns, digest)
+        content_only = found.get("contentOnly") is True
+        return cls(path, device, inode, size, mtime_ns, digest, content_only)
 
     def same_file_version(self, status: os.stat_result) -> bool:
         """Whether ``status`` shows the version this observation saw."""
@@ -128,25 +144,37 @@ class Observations:
         self,
         execution: ToolExecution,
         path: str,
-        status: os.stat_result,
+        status: os.stat_result | None,
         content: bytes | None,
         *,
         action: str,
     ) -> None:
         """Refuse ``action`` on ``path`` unless this session saw its current version:
-        `FileNotReadError` when it never read it, `FileChangedError` when it changed since."""
+        `FileNotReadError` when it never read it, `FileChangedError` when it changed since.
+
+        ``status`` is ``None`` when the current version was read through a `FileAccess`: then,
+        as when the session saw it through one (``content_only``), the whole ``content`` must
+        have the SHA-256 the session saw."""
         seen = self.get(execution, path)
         if seen is None:
             raise FileNotReadError(
                 f"{path} has not been read in this session; read it before you {action} it",
                 path=path,
             )
-        changed = not seen.same_file_version(status)
-        if not changed and seen.sha256 is not None and content is not None:
-            changed = hashlib.sha256(content).hexdigest() != seen.sha256
+        if status is None or seen.content_only:
+            changed = (
+                seen.sha256 is None
+                or content is None
+                or hashlib.sha256(content).hexdigest() != seen.sha256
+            )
+        else:
+            changed = not seen.same_file_version(status)
+            if not changed and seen.sha256 is not None and content is not None:
+                changed = hashlib.sha256(content).hexdigest() != seen.sha256
         if changed:
+            where = "on disk " if status is not None and not seen.content_only else ""
             raise FileChangedError(
-                f"{path} changed on disk since this session read it; read it again before you "
+                f"{path} changed {where}since this session read it; read it again before you "
                 f"{action} it",
                 path=path,
             )

@@ -14,6 +14,7 @@ from typing import Annotated, Any, BinaryIO
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from dsh_llm import ImageBlock, TextBlock
+from dsh_tool_fs._access import FileAccess, FileAccessError, through_access
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
 from dsh_tool_fs._errors import FsToolError, NotTextError
@@ -28,6 +29,7 @@ __all__ = [
     "READ_MAX_LINE",
     "ReadArgs",
     "ReadTool",
+    "accessed_bytes",
     "read_file_bytes",
 ]
 
@@ -48,6 +50,9 @@ _IMAGE_MAGIC = (
     (b"GIF87a", "image/gif"),
     (b"GIF89a", "image/gif"),
 )
+
+_IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+"""Files ``read`` takes from the disk even through a `FileAccess` (it gives text only)."""
 
 _OptionalLine = Annotated[int | None, WithJsonSchema({"type": "integer", "minimum": 1})]
 
@@ -80,6 +85,28 @@ def _image_type(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
     return None
+
+
+def accessed_bytes(access: FileAccess, path: Path, text: object) -> bytes:
+    """What ``access`` answered for ``path`` as UTF-8, checked: a text (`FileAccessError`
+    otherwise) of at most `WHOLE_FILE_BYTES` (``FS_TOO_LARGE``)."""
+    shown = str(path)
+    if not isinstance(text, str):
+        raise FileAccessError(
+            f"{shown}: {access.name} answered {type(text).__name__}, not text", path=shown
+        )
+    if len(text) > WHOLE_FILE_BYTES:  # a character is at least one byte: over before encoding
+        data = text[: WHOLE_FILE_BYTES + 1].encode("utf-8", errors="surrogatepass")
+    else:
+        data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) > WHOLE_FILE_BYTES:
+        raise FsToolError(
+            f"{shown} as {access.name} holds it is over the {WHOLE_FILE_BYTES} bytes read takes "
+            "through it",
+            code="FS_TOO_LARGE",
+            path=shown,
+        )
+    return data
 
 
 def read_file_bytes(fd: int, limit: int) -> bytes:
@@ -154,6 +181,19 @@ def _skip_line(stream: BinaryIO, stop: threading.Event) -> bool:
     return False
 
 
+def _whole_window(data: bytes, offset: int, limit: int) -> _Window:
+    """The lines ``offset`` .. ``offset + limit - 1`` of a whole file's ``data``; a NUL in its
+    first 8 KiB marks a binary file (`NotTextError`)."""
+    if b"\0" in data[:8192]:
+        raise NotTextError("binary file")
+    text, valid = _decode(data)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    shown = [line.removesuffix("\r") for line in lines[offset - 1 : offset - 1 + limit]]
+    return _Window(shown, offset, len(lines), data, valid)
+
+
 def _window(fd: int, size: int, offset: int, limit: int, stop: threading.Event) -> _Window:
     """The lines ``offset`` .. ``offset + limit - 1``. A file up to `WHOLE_FILE_BYTES` is read
     whole; a larger one is streamed up to the end of the window only (keeping at most
@@ -163,15 +203,7 @@ def _window(fd: int, size: int, offset: int, limit: int, stop: threading.Event) 
     far (`_Window.endless`), and a line before the window without one raises `_LineTooLong`.
     A NUL in the first 8 KiB marks a binary file. ``stop`` set: `_ReadCancelled`."""
     if size <= WHOLE_FILE_BYTES:
-        data = read_file_bytes(fd, WHOLE_FILE_BYTES + 1)
-        if b"\0" in data[:8192]:
-            raise NotTextError("binary file")
-        text, valid = _decode(data)
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        shown = [line.removesuffix("\r") for line in lines[offset - 1 : offset - 1 + limit]]
-        return _Window(shown, offset, len(lines), data, valid)
+        return _whole_window(read_file_bytes(fd, WHOLE_FILE_BYTES + 1), offset, limit)
     with os.fdopen(os.dup(fd), "rb") as stream:
         if b"\0" in stream.read(8192):
             raise NotTextError("binary file")
@@ -235,14 +267,44 @@ class ReadTool(FileTool):
         return True
 
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
-        """Read the file (see the module docs), off the event loop."""
+        """Read the file (see the module docs), off the event loop, or through the session's
+        `FileAccess` when it reads (images always from the disk)."""
         path = self.target(args, execution, args.file_path, "read", "file_path")
+        access = self.access(execution)
+        if access is not None and access.reads and path.suffix.lower() not in _IMAGE_SUFFIXES:
+            return await self._read_through(access, args, execution, path)
         stop = threading.Event()
         try:
             return await asyncio.to_thread(self._read, args, execution, path, stop)
         except asyncio.CancelledError:
             stop.set()  # the worker thread stops reading at its next line
             raise
+
+    async def _read_through(
+        self, access: FileAccess, args: Any, execution: ToolExecution, path: Path
+    ) -> ToolResult:
+        shown = str(path)
+        text = await through_access(
+            access, "read", path, access.read_text(path), self.settings.access_timeout
+        )
+        # up to 16 MiB to encode, split and hash: off the event loop, as the disk path
+        data, rendered = await asyncio.to_thread(self._render_text, access, args, path, text)
+        observation = Observation.of_content(shown, data)
+        self.settings.observations.record(execution, observation)
+        return ToolResult.ok(rendered, meta={OBSERVED_META_KEY: observation.to_meta()})
+
+    def _render_text(
+        self, access: FileAccess, args: Any, path: Path, text: object
+    ) -> tuple[bytes, str]:
+        shown = str(path)
+        data = accessed_bytes(access, path, text)
+        try:
+            window = _whole_window(data, args.offset or 1, args.limit or READ_LIMIT)
+        except NotTextError:
+            raise NotTextError(
+                f"{shown} is a binary file; read shows text files and images", path=shown
+            ) from None
+        return data, _render(shown, window)  # an offset past the end raises: nothing was read
 
     def _read(
         self, args: Any, execution: ToolExecution, path: Path, stop: threading.Event

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_shell import SandboxPolicy, WorkspacePinLookup
+from dsh_tool_fs._access import ACCESS_TIMEOUT, FileAccess
 from dsh_tool_fs._base import FileTool, FsSettings
 from dsh_tool_fs._edit import EditTool
 from dsh_tool_fs._engine import SEARCH_TIME_BUDGET
@@ -31,6 +32,11 @@ class FileTools:
     the workspace, so a workspace re-pointed by a symlink refuses the call.
     ``search_budget`` is the seconds one ``glob`` or ``grep`` may take (ripgrep and the Python
     work together): past it the search is killed and the call fails with ``SEARCH_TIMEOUT``.
+
+    ``route_access`` sends one session's ``read``, ``write`` and ``edit`` through a
+    `FileAccess` (an editor's buffers) instead of the local disk, under the same confinement;
+    ``access_timeout`` bounds each of its requests (`FileAccessError` past it). ``glob`` and
+    ``grep`` always search the disk.
     """
 
     def __init__(
@@ -41,6 +47,7 @@ class FileTools:
         observations: Observations | None = None,
         workspace_pins: WorkspacePinLookup | None = None,
         search_budget: float = SEARCH_TIME_BUDGET,
+        access_timeout: float = ACCESS_TIMEOUT,
     ) -> None:
         self.settings = FsSettings(
             sandbox=sandbox,
@@ -48,12 +55,19 @@ class FileTools:
             observations=observations if observations is not None else Observations(),
             ripgrep=ripgrep,
             search_budget=search_budget,
+            access_timeout=access_timeout,
         )
         self.tools: tuple[FileTool, ...] = tuple(tool(self.settings) for tool in _tool_classes())
 
     def definitions(self) -> list[ToolDefinition[Any]]:
         """The five tools, in the order the model is shown them."""
         return list(self.tools)
+
+    def route_access(self, session_id: str, access: FileAccess) -> Disposer:
+        """Send the ``read``, ``write`` and ``edit`` calls of session ``session_id`` through
+        ``access`` (the halves it offers: ``reads``, ``writes``) until the disposer is called.
+        One route per session at a time (a second is a `ValueError`)."""
+        return self.settings.accesses.route(session_id, access)
 
     def register(self, registry: ToolRegistry) -> Disposer:
         """Register every tool on ``registry``; the disposer withdraws them all."""

@@ -10,16 +10,25 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from dsh_tool_fs._access import FileAccess, through_access
 from dsh_tool_fs._atomic import write_atomic
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
 from dsh_tool_fs._errors import FileChangedError, FsToolError
 from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
-from dsh_tool_fs._read import WHOLE_FILE_BYTES, read_file_bytes
+from dsh_tool_fs._read import WHOLE_FILE_BYTES, accessed_bytes, read_file_bytes
 from dsh_tool_fs._schema import args_config
 from dsh_tools import InvalidToolArgumentsError, ToolExecution, ToolResult
 
-__all__ = ["WriteArgs", "WriteTool", "current_file", "encode_text", "store_text"]
+__all__ = [
+    "WriteArgs",
+    "WriteTool",
+    "current_file",
+    "current_version",
+    "encode_text",
+    "store_text",
+    "store_version",
+]
 
 
 class WriteArgs(BaseModel):
@@ -82,9 +91,28 @@ class WriteTool(FileTool):
     sandbox_args = WriteSandboxArgs
 
     async def execute(self, args: Any, execution: ToolExecution) -> ToolResult:
-        """Write the file (see the module docs), off the event loop."""
+        """Write the file (see the module docs), off the event loop, or through the session's
+        `FileAccess`."""
         path = self.target(args, execution, args.file_path, "write", "file_path")
+        access = self.access(execution)
+        if access is not None:
+            return await self._write_through(access, args, execution, path)
         return await asyncio.to_thread(self._write, args, execution, path)
+
+    async def _write_through(
+        self, access: FileAccess, args: Any, execution: ToolExecution, path: Path
+    ) -> ToolResult:
+        shown = str(path)
+        data = encode_text(self.name, "content", args.content)
+        existing = await current_version(self, access, execution, path)
+        if existing is not None:
+            status, content = existing
+            self.settings.observations.require_current(
+                execution, shown, status, content, action="overwrite"
+            )
+        verb = "Replaced" if existing is not None else "Created"
+        message = f"{verb} {shown} ({len(data)} bytes)."
+        return await store_version(self, access, execution, path, data, message)
 
     def _write(self, args: Any, execution: ToolExecution, path: Path) -> ToolResult:
         shown = str(path)
@@ -127,3 +155,49 @@ def store_text(
     observation = Observation.of(shown, written, data)
     tool.settings.observations.record(execution, observation)
     return ToolResult.ok(message, meta={OBSERVED_META_KEY: observation.to_meta()})
+
+
+async def current_version(
+    tool: FileTool, access: FileAccess, execution: ToolExecution, path: Path
+) -> tuple[os.stat_result | None, bytes | None] | None:
+    """The current version of ``path`` for a session that goes through ``access``: when it
+    reads, the text it holds (status ``None``) once the session has seen the file, else what
+    the disk holds (``None``: no file; a file the session never saw is left to
+    ``require_current`` to refuse, without asking the access anything); when it does not read,
+    the disk's version (`current_file`)."""
+    shown = str(path)
+    if access.reads and tool.settings.observations.get(execution, shown) is not None:
+        text = await through_access(
+            access, "read", path, access.read_text(path), tool.settings.access_timeout
+        )
+        return None, accessed_bytes(access, path, text)
+    return await asyncio.to_thread(current_file, path)
+
+
+async def store_version(
+    tool: FileTool,
+    access: FileAccess,
+    execution: ToolExecution,
+    path: Path,
+    data: bytes,
+    message: str,
+) -> ToolResult:
+    """Write ``data`` through ``access`` when it writes (the disk is not touched), else to the
+    disk as `store_text` does; record what the session now knows and answer ``message``."""
+    shown = str(path)
+    if not access.writes:
+        return await asyncio.to_thread(_store_on_disk, tool, execution, path, data, message)
+    text = data.decode("utf-8", errors="surrogatepass")
+    await through_access(
+        access, "written", path, access.write_text(path, text), tool.settings.access_timeout
+    )
+    observation = Observation.of_content(shown, data)
+    tool.settings.observations.record(execution, observation)
+    return ToolResult.ok(message, meta={OBSERVED_META_KEY: observation.to_meta()})
+
+
+def _store_on_disk(
+    tool: FileTool, execution: ToolExecution, path: Path, data: bytes, message: str
+) -> ToolResult:
+    existing = current_file(path)
+    return store_text(tool, execution, path, data, existing[0] if existing else None, message)
