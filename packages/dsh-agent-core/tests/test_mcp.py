@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from dsh_agent_core import Config, ConfigError, compose, load_config
+from dsh_agent_core import (
+    Config,
+    ConfigError,
+    DshError,
+    McpServerNameError,
+    McpServerTableError,
+    compose,
+    load_config,
+)
 from dsh_agent_core.cli import cli
 from dsh_llm.testing import ScriptedModel, text_response, tool_call_response
 from shapes import flat
@@ -179,3 +187,63 @@ async def test_closing_the_harness_kills_a_servers_children_and_its_stderr_is_lo
     assert not _running(child)
     log = (home / "logs" / "mcp-servers.log").read_text()
     assert "[spawner] spawning a sleeper\n" in log
+
+
+# -- MCP servers one session brings (issue 37: an editor's, through dsh acp) ---------------
+
+
+async def test_a_sessions_own_server_serves_that_session_alone(tmp_path: Path) -> None:
+    script = tmp_path / "adder_server.py"
+    script.write_text(SERVER)
+    model = ScriptedModel(
+        [tool_call_response(("c1", "mcp__mine__add", {"a": 1, "b": 2})), text_response("3"),
+         text_response("none")]
+    )  # fmt: skip
+    config = configured(tmp_path / "home", "")
+    async with compose(config, models={"scripted": model}) as harness:
+        servers = harness.session_mcp_servers(
+            {"mine": {"command": sys.executable, "args": [str(script)]}}
+        )
+        await servers.start()
+        try:
+            assert servers.failures() == []
+            own = await harness.create(
+                "add", model="scripted:m", cwd=tmp_path, tools=servers.tools()
+            )
+            await own.wait_idle()
+            other = await harness.create("hi", model="scripted:m", cwd=tmp_path)
+            await other.wait_idle()
+            assert harness.get(own.id) is own
+            assert "mcp__mine__add" not in harness.tool_names()
+        finally:
+            await servers.aclose()
+    (result,) = results(own)
+    assert result["content"] == [{"type": "text", "text": "3"}]
+    assert "mcp__mine__add" in {s.name for s in model.requests[0].tools}
+    assert "mcp__mine__add" not in {s.name for s in model.requests[-1].tools}
+
+
+async def test_a_sessions_server_named_like_a_configured_one_is_refused(tmp_path: Path) -> None:
+    config = configured(tmp_path / "home", server_table(tmp_path, "my_adder"))
+    async with compose(config, models={"scripted": ScriptedModel([])}) as harness:
+        with pytest.raises(McpServerNameError) as same:
+            harness.session_mcp_servers({"my_adder": {"command": "/bin/true"}})
+        with pytest.raises(McpServerNameError) as prefix:
+            harness.session_mcp_servers({"my.adder": {"command": "/bin/true"}})  # same prefix
+        with pytest.raises(McpServerTableError) as bad:
+            harness.session_mcp_servers({"other": {"command": "x", "url": "http://h"}})
+    assert same.value.server == "my_adder"
+    assert "'my_adder'" in str(same.value)
+    assert prefix.value.configured == "my_adder"
+    assert bad.value.server == "other"
+
+
+async def test_a_session_tool_named_like_a_built_in_one_is_refused(tmp_path: Path) -> None:
+    async with compose(
+        configured(tmp_path / "home", ""), models={"scripted": ScriptedModel([])}
+    ) as harness:
+        bash = harness.loop().tools.get("bash")
+        assert bash is not None
+        with pytest.raises(DshError, match="'bash'"):
+            await harness.create(model="scripted:m", cwd=tmp_path, tools=[bash])
+        assert harness.live() == []

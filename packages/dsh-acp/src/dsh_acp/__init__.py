@@ -7,12 +7,17 @@ dsh session: the same log, the same ``dsh sessions`` commands, resumable from a 
 - `DshAcpAgent`: ``initialize``, ``session/new``, ``session/load`` (with its history replayed),
   ``session/prompt`` (streamed: message and thought chunks, tool calls with their kind, title,
   status, locations and content), ``session/cancel``, ``session/set_mode`` (the sandbox modes,
-  `SESSION_MODES`).
+  `SESSION_MODES`), ``session/set_config_option`` (the `MODEL_OPTION`, `model_option`: the
+  session's route, switched as the terminal's ``/model`` does).
+- MCP servers the editor passes (`client_mcp_tables`, at most `MAX_CLIENT_MCP_SERVERS`): started
+  for their session alone, stopped when it ends.
 - `EditorApprovals`: approvals asked with ``session/request_permission``.
 - `EditorFiles` / `editor_files`: a session's ``read``, ``write`` and ``edit`` through the
   editor's ``fs/read_text_file`` and ``fs/write_text_file`` when it offers them (its unsaved
   buffers), under the same sandbox; `EditorFileError` is an editor's error answer.
-- `prompt_text`: a prompt's blocks as the user's message (bounded by `MAX_PROMPT_CHARS`).
+- `prompt_text`, `prompt_message`: a prompt's blocks as the user's message (text bounded by
+  `MAX_PROMPT_CHARS`; images of `IMAGE_TYPES` bounded by `MAX_IMAGE_BYTES` and
+  `MAX_PROMPT_IMAGE_BYTES`, for a model that takes them).
 - The errors: `AcpInputError` and its subclasses, each naming what the editor sent.
 """
 
@@ -25,22 +30,40 @@ from dsh_acp._approvals import (
     EditorApprovals,
 )
 from dsh_acp._calls import OUTPUT_TAIL_CHARS, TITLE_CHARS, CallView, call_view
+from dsh_acp._client_mcp import MAX_CLIENT_MCP_SERVERS, client_mcp_tables
 from dsh_acp._errors import (
     AcpInputError,
+    ClientMcpServerError,
+    ImagesNotTakenError,
     PromptContentError,
     SessionBusyError,
+    UnknownConfigOptionError,
+    UnknownModelError,
     UnknownSessionError,
 )
 from dsh_acp._files import EditorFileError, EditorFiles, editor_files
-from dsh_acp._prompt import MAX_PROMPT_CHARS, prompt_text
+from dsh_acp._model_select import MODEL_OPTION, model_option
+from dsh_acp._prompt import (
+    IMAGE_TYPES,
+    MAX_IMAGE_BYTES,
+    MAX_PROMPT_CHARS,
+    MAX_PROMPT_IMAGE_BYTES,
+    prompt_message,
+    prompt_text,
+)
 from dsh_acp._serve import serve_stdio
 from dsh_acp._updates import UpdateStream, UpdateTranslator
 
 __all__ = [
     "ALLOW_ALWAYS",
     "ALLOW_ONCE",
+    "IMAGE_TYPES",
+    "MAX_CLIENT_MCP_SERVERS",
+    "MAX_IMAGE_BYTES",
     "MAX_PROMPT_CHARS",
+    "MAX_PROMPT_IMAGE_BYTES",
     "MAX_SESSION_ID_CHARS",
+    "MODEL_OPTION",
     "OUTPUT_TAIL_CHARS",
     "PERMISSION_OPTIONS",
     "REJECT",
@@ -48,17 +71,24 @@ __all__ = [
     "TITLE_CHARS",
     "AcpInputError",
     "CallView",
+    "ClientMcpServerError",
     "DshAcpAgent",
     "EditorApprovals",
     "EditorFileError",
     "EditorFiles",
+    "ImagesNotTakenError",
     "PromptContentError",
     "SessionBusyError",
+    "UnknownConfigOptionError",
+    "UnknownModelError",
     "UnknownSessionError",
     "UpdateStream",
     "UpdateTranslator",
     "call_view",
+    "client_mcp_tables",
     "editor_files",
+    "model_option",
+    "prompt_message",
     "prompt_text",
     "serve_stdio",
 ]

@@ -4,7 +4,9 @@ Each ACP session is an ordinary dsh session: ``session/new`` creates one in the 
 working directory, ``session/load`` resumes a stored one (any dsh session: one started in a
 terminal too) and replays its conversation, ``session/prompt`` runs one turn and streams it,
 ``session/cancel`` cancels it (the log keeps what was said), ``session/set_mode`` sets the sandbox
-mode as the terminal's ``/permissions`` does."""
+mode as the terminal's ``/permissions`` does, ``session/set_config_option`` with the ``model``
+option switches its route as the terminal's ``/model`` does. MCP servers the editor passes are
+started for their session alone (`dsh_acp._client_mcp`)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import contextlib
 import importlib.metadata
 import logging
 import os
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -27,30 +30,43 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionConfigOptionSelect,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
     Usage,
 )
 
 from dsh_acp._approvals import EditorApprovals, PermissionClient
+from dsh_acp._client_mcp import failure_notice, start_client_mcp_servers
 from dsh_acp._errors import (
     AcpInputError,
     SessionBusyError,
+    UnknownConfigOptionError,
+    UnknownModelError,
     UnknownSessionError,
     to_request_error,
 )
 from dsh_acp._files import FsClient, editor_files
-from dsh_acp._prompt import PromptBlock, prompt_text
+from dsh_acp._model_select import MODEL_OPTION, model_option, session_routes
+from dsh_acp._prompt import PromptBlock, prompt_message
 from dsh_acp._updates import UpdateSink, UpdateStream, UpdateTranslator
 from dsh_agent import Agent
 from dsh_agent_core import (
     DshError,
     Harness,
+    SessionMcpServers,
+    extra_installed,
+    log_command_done,
+    log_command_run,
     logged_approval_policy,
     logged_sandbox_mode,
     pin_permissions,
+    route_of,
+    split_route,
+    switch_model,
 )
 from dsh_session import SessionEvent, message_parts
 from dsh_shell import SANDBOX_MODES, SandboxMode
@@ -98,7 +114,10 @@ class _Live:
     translator: UpdateTranslator
     stream: UpdateStream
     unsubscribe: Callable[[], None]
+    mcp: SessionMcpServers | None = None
+    """The MCP servers the editor passed for this session (stopped when it ends)."""
     unroute_files: Callable[[], None] = lambda: None
+    """Withdraws this session's file route through the editor (a no-op without one)."""
 
 
 def _version() -> str:
@@ -163,7 +182,9 @@ class DshAcpAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         """The protocol version (the client's, when this agent speaks it) and what the agent
-        offers: loading sessions, prompts of text, resource links and embedded text."""
+        offers: loading sessions, prompts of text, resource links and embedded text, and images
+        when the model of new sessions takes them; MCP servers over stdio, and over streamable
+        HTTP when the ``[mcp]`` extra is installed (never SSE)."""
         if client_capabilities is not None:
             self._client_capabilities = client_capabilities
         return InitializeResponse(
@@ -171,9 +192,11 @@ class DshAcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(
-                    image=False, audio=False, embedded_context=True
+                    image=self._takes_images(self.model or self.harness.config.model),
+                    audio=False,
+                    embedded_context=True,
                 ),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=extra_installed("mcp"), sse=False),
             ),
             auth_methods=[],
             agent_info=Implementation(name="dsh", title="DeepSeek Harness", version=_version()),
@@ -188,23 +211,43 @@ class DshAcpAgent:
 
     # -- sessions -----------------------------------------------------------------------------
 
-    def _attach(self, agent: Agent) -> _Live:
+    def _attach(self, agent: Agent, mcp: SessionMcpServers | None = None) -> _Live:
         # the file tools of this session read and write the editor's buffers when it offers them
         # (routed first: a session another front end already routes is refused, nothing started)
         files = editor_files(self.client, agent.id, self._client_capabilities)
         unroute = self.harness.files.route_access(agent.id, files) if files is not None else None
         translator = UpdateTranslator(agent.cwd)
         stream = UpdateStream(self.client, agent.id)
-
-        def on_event(event: SessionEvent) -> None:
-            stream.push(translator.live(event))
-
-        subscription = agent.session.subscribe(on_event)
-        live = _Live(agent, translator, stream, subscription.close)
+        live = _Live(agent, translator, stream, lambda: None, mcp)
         if unroute is not None:
             live.unroute_files = unroute
+        self._bind(live, agent)
         self._sessions[agent.id] = live
         return live
+
+    def _bind(self, live: _Live, agent: Agent) -> None:
+        """Make ``agent`` (the session reopened, after a model switch) the one ``live`` shows."""
+        live.unsubscribe()
+
+        def on_event(event: SessionEvent) -> None:
+            live.stream.push(live.translator.live(event))
+
+        live.agent = agent
+        live.unsubscribe = agent.session.subscribe(on_event).close
+
+    def _takes_images(self, route: str) -> bool:
+        provider, model = split_route(route)
+        return model is not None and self.harness.config.takes_images(provider, model)
+
+    def _options(self, agent: Agent) -> list[SessionConfigOptionSelect]:
+        return [model_option(self.harness, route_of(agent))]
+
+    def _notify(self, live: _Live, text: str | None) -> None:
+        """Tell the editor ``text`` as an agent message of the session (nothing when None)."""
+        if text:
+            from acp import update_agent_message_text
+
+            live.stream.push([update_agent_message_text(text[:4096])])
 
     def _modes(self, agent: Agent) -> SessionModeState:
         mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
@@ -215,11 +258,6 @@ class DshAcpAgent:
                 for mode_id, (name, description) in SESSION_MODES.items()
             ],
         )
-
-    def _ignored_mcp_servers(self, servers: list[Any] | None) -> None:
-        if servers:
-            names = ", ".join(str(getattr(server, "name", "?"))[:100] for server in servers[:8])
-            _log.warning("MCP servers sent by the editor are not started yet: %s", names)
 
     async def new_session(
         self,
@@ -234,12 +272,23 @@ class DshAcpAgent:
     async def _new_session(self, cwd: str, mcp_servers: list[Any] | None) -> NewSessionResponse:
         if not os.path.isabs(cwd) or not os.path.isdir(cwd):  # noqa: ASYNC240 (one stat)
             raise AcpInputError(f"cwd {cwd[:4096]!r} is not an absolute path to a folder")
-        self._ignored_mcp_servers(mcp_servers)
         self.harness.check_route(self.model)
         self.harness.check_sandbox(self.harness.config.sandbox.mode)
-        agent = await self.harness.create(model=self.model, cwd=cwd)
-        self._attach(agent)
-        return NewSessionResponse(session_id=agent.id, modes=self._modes(agent))
+        mcp = await start_client_mcp_servers(self.harness, mcp_servers, cwd)
+        try:
+            tools = mcp.tools() if mcp is not None else ()
+            agent = await self.harness.create(model=self.model, cwd=cwd, tools=tools)
+        except BaseException:
+            if mcp is not None:
+                await mcp.aclose()
+            raise
+        live = self._attach(agent, mcp)
+        # queued now, sent by the stream's task: after this answer, which the SDK queues as
+        # soon as this returns
+        self._notify(live, failure_notice(mcp) if mcp is not None else None)
+        return NewSessionResponse(
+            session_id=agent.id, modes=self._modes(agent), config_options=self._options(agent)
+        )
 
     async def load_session(
         self,
@@ -251,31 +300,51 @@ class DshAcpAgent:
     ) -> LoadSessionResponse:
         """Resume the stored session ``session_id`` and replay its conversation as updates
         (all sent before the answer)."""
-        return await _served(self._load_session(session_id, mcp_servers))
+        return await _served(self._load_session(session_id, cwd, mcp_servers))
 
     async def _load_session(
-        self, session_id: str, mcp_servers: list[Any] | None
+        self, session_id: str, cwd: str, mcp_servers: list[Any] | None
     ) -> LoadSessionResponse:
         if len(session_id) > MAX_SESSION_ID_CHARS:
             raise UnknownSessionError(session_id[:100] + "…", "the id is too long")
-        self._ignored_mcp_servers(mcp_servers)
         live = self._sessions.get(session_id)
+        notice: str | None = None
+        if live is not None and mcp_servers:
+            notice = "This session is open here already: it keeps the MCP servers it has."
         if live is None:
             if await self.harness.persistence.stat(session_id) is None:
                 raise UnknownSessionError(session_id, "no such session is stored")
             already_live = self.harness.get(session_id) is not None
-            agent = await self.harness.resume(session_id)
-            mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
+            mcp = None
+            if already_live and mcp_servers:
+                notice = "This session is open in this agent already: no MCP server was started."
+            elif os.path.isabs(cwd) and os.path.isdir(cwd):  # noqa: ASYNC240 (one stat)
+                mcp = await start_client_mcp_servers(self.harness, mcp_servers, cwd)
+            elif mcp_servers:
+                raise AcpInputError(f"cwd {cwd[:4096]!r} is not an absolute path to a folder")
             try:
-                self.harness.check_sandbox(mode)
+                tools = mcp.tools() if mcp is not None else ()
+                agent = await self.harness.resume(session_id, tools=tools)
+                mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
+                try:
+                    self.harness.check_sandbox(mode)
+                except BaseException:
+                    if not already_live:  # resumed by this call: give its write ownership back
+                        await agent.aclose()
+                    raise
             except BaseException:
-                if not already_live:  # resumed by this call: give its write ownership back
-                    await agent.aclose()
+                if mcp is not None:
+                    await mcp.aclose()
                 raise
-            live = self._attach(agent)
+            live = self._attach(agent, mcp)
+            if mcp is not None:
+                notice = failure_notice(mcp)
         live.stream.push(live.translator.replay(live.agent.session.events))
+        self._notify(live, notice)
         await live.stream.drain()
-        return LoadSessionResponse(modes=self._modes(live.agent))
+        return LoadSessionResponse(
+            modes=self._modes(live.agent), config_options=self._options(live.agent)
+        )
 
     def _live(self, session_id: str) -> _Live:
         live = self._sessions.get(session_id[: MAX_SESSION_ID_CHARS + 1])
@@ -297,10 +366,11 @@ class DshAcpAgent:
         live = self._live(session_id)
         if live.agent.status == "running":
             raise SessionBusyError(live.agent.id, "a prompt")
-        text = prompt_text(prompt)
+        route = route_of(live.agent)
+        message = prompt_message(prompt, route=route, images=self._takes_images(route))
         start = len(live.agent.session.events)
         live.translator.last_reason = None
-        live.agent.followup(text)
+        live.agent.followup(message)
         try:
             await live.agent.wait_idle()
         except BaseException:
@@ -344,6 +414,43 @@ class DshAcpAgent:
         pin_permissions(session, mode, "never" if policy == "never" else "ask")
         return SetSessionModeResponse()
 
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """Set the session's ``model`` option (one of the routes it offers): its route switches
+        as the terminal's ``/model`` does, logged the same way; refused while a turn runs."""
+        return await _served(self._set_option(config_id, session_id, value))
+
+    async def _set_option(
+        self, config_id: str, session_id: str, value: str | bool
+    ) -> SetSessionConfigOptionResponse:
+        live = self._live(session_id)
+        if config_id != MODEL_OPTION:
+            raise UnknownConfigOptionError(config_id[:100])
+        offered = session_routes(self.harness, route_of(live.agent))
+        if not isinstance(value, str) or value not in offered:
+            raise UnknownModelError(str(value)[:200], offered)
+        if live.agent.status == "running":
+            raise SessionBusyError(live.agent.id, "a model change")
+        command_id = f"command-{uuid.uuid4()}"
+        tools = live.mcp.tools() if live.mcp is not None else ()
+        try:
+            route = await switch_model(
+                self.harness,
+                live.agent,
+                value,
+                attach=lambda agent: self._bind(live, agent),
+                tools=tools,
+            )
+        except Exception as error:
+            session = live.agent.session  # the one attached (reopened on its old route)
+            log_command_run(session, command_id, "model", value)
+            log_command_done(session, command_id, "error", str(error) or type(error).__name__)
+            raise
+        log_command_run(live.agent.session, command_id, "model", value)
+        log_command_done(live.agent.session, command_id, "success", f"model: {route}")
+        return SetSessionConfigOptionResponse(config_options=self._options(live.agent))
+
     # -- tool output --------------------------------------------------------------------------
 
     def _tool_output(self, execution: ToolExecution, text: str) -> None:
@@ -356,7 +463,8 @@ class DshAcpAgent:
     # -- closing ------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Cancel every running turn and stop sending updates; the harness closes the logs."""
+        """Cancel every running turn and stop sending updates; a session the editor passed MCP
+        servers for is closed and its servers stopped, the harness closes the other logs."""
         for dispose in reversed(self._disposers):
             dispose()
         self._disposers.clear()
@@ -366,7 +474,18 @@ class DshAcpAgent:
             live.unroute_files()
             with contextlib.suppress(Exception):
                 await live.stream.aclose()
+        sessions = list(self._sessions.values())
         self._sessions.clear()
+        for live in sessions:  # the editor's MCP servers end with their session
+            if live.mcp is not None:
+                try:  # first the agent: no call of its servers' tools is still running
+                    agent = self.harness.get(live.agent.id)
+                    if agent is not None:
+                        await agent.aclose()
+                except Exception as error:
+                    _log.warning("session %s did not close cleanly: %s", live.agent.id, error)
+                finally:
+                    await live.mcp.aclose()
 
 
 def _error_notice(kind: object, problem: object) -> list[Any]:

@@ -16,6 +16,13 @@ command.
   answerer (the terminal, an editor through ``dsh acp``) gives and logs them.
 - ``pin_permissions``, ``logged_sandbox_mode``, ``logged_approval_policy``,
   ``PERMISSION_PRESETS``: a session's sandbox mode and approval policy, as its log records them.
+- ``SessionMcpServers`` (``Harness.session_mcp_servers``), ``McpServerNameError``: MCP servers
+  one session brings (an editor's; ``McpServerTableError`` for a table refused), their
+  tools offered to it alone
+  (``Harness.create(tools=...)``); ``extra_installed`` says whether an extra is installed.
+- ``switch_model``, ``offered_routes``, ``route_of``: a session's route switched as the
+  terminal's ``/model`` does, the routes a session may switch to; ``log_command_run``,
+  ``log_command_done``: an operator command logged as the terminal logs its slash commands.
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ if TYPE_CHECKING:
         SandboxUnavailableError,
         UnknownPresetError,
     )
+    from dsh_agent_core._extras import extra_installed
     from dsh_agent_core._grants import GRANT_COMMAND, SessionGrants, grant_kind, log_grant
     from dsh_agent_core._harness import (
         Harness,
@@ -74,6 +82,14 @@ if TYPE_CHECKING:
         ProjectInstructions,
         instruction_files,
         load_instructions,
+    )
+    from dsh_agent_core._model_switch import (
+        COMMAND_TEXT_CHARS,
+        log_command_done,
+        log_command_run,
+        offered_routes,
+        route_of,
+        switch_model,
     )
     from dsh_agent_core._model_windows import (
         DISCOVERY_TIMEOUT,
@@ -99,6 +115,11 @@ if TYPE_CHECKING:
         SqliteLocation,
     )
     from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
+    from dsh_agent_core._session_mcp import (
+        McpServerNameError,
+        McpServerTableError,
+        SessionMcpServers,
+    )
     from dsh_agent_core._session_tools import (
         ChildFailedError,
         ChildWorkspaceRefusedError,
@@ -117,6 +138,7 @@ __all__ = [
     "BUILTIN_CATALOGS",
     "BUILTIN_PROVIDERS",
     "BUILTIN_SYSTEM_PROMPT",
+    "COMMAND_TEXT_CHARS",
     "CONFIG_FILE_NAME",
     "DISCOVERY_TIMEOUT",
     "GRANT_COMMAND",
@@ -142,6 +164,8 @@ __all__ = [
     "JsonlLocation",
     "LoadedInstructions",
     "LocalSkillsConfig",
+    "McpServerNameError",
+    "McpServerTableError",
     "MissingExtraError",
     "ModelConfig",
     "ModelFacts",
@@ -160,6 +184,7 @@ __all__ = [
     "SessionCreateTool",
     "SessionGrants",
     "SessionHost",
+    "SessionMcpServers",
     "SessionResultTool",
     "SessionStatus",
     "SessionStatusRow",
@@ -178,20 +203,26 @@ __all__ = [
     "catalog_model",
     "compose",
     "discover_skills",
+    "extra_installed",
     "fallback_title",
     "grant_kind",
     "instruction_files",
     "interrupted_child_notice",
     "load_config",
     "load_instructions",
+    "log_command_done",
+    "log_command_run",
     "log_grant",
     "logged_approval_policy",
     "logged_sandbox_mode",
     "missing_window_hint",
+    "offered_routes",
     "parse_route",
     "pin_permissions",
+    "route_of",
     "shutdown_on_signals",
     "split_route",
+    "switch_model",
 ]
 
 # Every name is imported from its module when first asked for (PEP 562): importing the package,
@@ -232,6 +263,7 @@ _HOMES: dict[str, str] = {
     "MissingExtraError": "_errors",
     "SandboxUnavailableError": "_errors",
     "UnknownPresetError": "_errors",
+    "extra_installed": "_extras",
     "GRANT_COMMAND": "_grants",
     "SessionGrants": "_grants",
     "grant_kind": "_grants",
@@ -246,6 +278,12 @@ _HOMES: dict[str, str] = {
     "ProjectInstructions": "_instructions",
     "instruction_files": "_instructions",
     "load_instructions": "_instructions",
+    "COMMAND_TEXT_CHARS": "_model_switch",
+    "log_command_done": "_model_switch",
+    "log_command_run": "_model_switch",
+    "offered_routes": "_model_switch",
+    "route_of": "_model_switch",
+    "switch_model": "_model_switch",
     "DISCOVERY_TIMEOUT": "_model_windows",
     "WindowDiscovery": "_model_windows",
     "missing_window_hint": "_model_windows",
@@ -253,6 +291,9 @@ _HOMES: dict[str, str] = {
     "ProviderQueryError": "_models",
     "ScriptedReplies": "_models",
     "SERVED_MODELS_TIMEOUT": "_served",
+    "McpServerNameError": "_session_mcp",
+    "McpServerTableError": "_session_mcp",
+    "SessionMcpServers": "_session_mcp",
     "PERMISSION_PRESETS": "_permissions",
     "logged_approval_policy": "_permissions",
     "logged_sandbox_mode": "_permissions",

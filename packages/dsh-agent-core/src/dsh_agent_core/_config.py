@@ -229,11 +229,14 @@ same name is laid over the built-in one): ``deepseek`` and ``openai`` (keys from
 class ModelConfig(BaseModel):
     """``[models."provider:model"]``: what the configuration says of one routed model.
     ``prices`` (USD per million tokens: ``input``, ``cached_input``, ``output``) replace the
-    catalog's list prices of a built-in provider's model, or give a model its prices."""
+    catalog's list prices of a built-in provider's model, or give a model its prices.
+    ``images = true`` says the model takes images in the user's messages (nothing tells dsh
+    otherwise, so a model is taken to read text only unless this says so)."""
 
     model_config = _STRICT
 
     prices: ModelPrices | None = None
+    images: bool = False
 
 
 class ModelFacts(BaseModel):
@@ -512,6 +515,11 @@ class Config(BaseModel):
             facts |= {"max_output": listed.max_output, "note": listed.note}
             facts["checked"] = catalog.checked if catalog is not None else None
         return ModelFacts(**facts)
+
+    def takes_images(self, provider: str, model: str) -> bool:
+        """Whether ``[models."provider:model"] images = true`` says the model takes images."""
+        configured = self.models.get(f"{provider}:{model}")
+        return configured is not None and configured.images
 
     def known_models(self) -> list[tuple[str, str]]:
         """Every ``(provider, model)`` something is known of: the catalog's models of each

@@ -35,6 +35,7 @@ from dsh_agent_core._models import provider_models
 from dsh_agent_core._routes import Routes
 from dsh_agent_core._runtime_context import RuntimeContext
 from dsh_agent_core._sandbox_policy import sandbox_policy
+from dsh_agent_core._session_mcp import SessionMcpServers, session_mcp_servers
 from dsh_agent_core._session_store import build_persistence
 from dsh_agent_core._session_tools import SessionCreateTool, SessionResultTool, SessionStatusTool
 from dsh_agent_core._shutdown import (
@@ -191,6 +192,7 @@ class Harness:
             routes=self._routes,
             delegation=Delegation(config, self.policy, self._pins),
             loop=self.loop,
+            loops=self._loops,
             get=self.get,
             start=self.start,
         )
@@ -288,6 +290,7 @@ class Harness:
         session_id: str | None = None,
         parent: LoopAgent | None = None,
         cwd_approved: bool = False,
+        tools: Sequence[ToolDefinition[Any]] = (),
     ) -> LoopAgent:
         """A new agent (its session stored at once), with ``prompt`` queued as its first turn.
 
@@ -303,6 +306,12 @@ class Harness:
         Otherwise `ChildWorkspaceError` is raised before anything is created, unless
         ``cwd_approved`` says the widening was approved (``session_create`` asks through the
         approval seam).
+
+        ``tools`` are offered to this session only, beside its preset's (whatever the preset's
+        list says), in an agent loop of its own: the tools of an editor's MCP servers
+        (`session_mcp_servers`). The caller owns them (and stops what they run once the agent
+        closed); a child the session creates does not get them. A name offered already raises
+        `DshError` naming the tool.
         """
         self._refuse_if_closed()
         return await self._lifecycle.create(
@@ -314,13 +323,34 @@ class Harness:
             session_id=session_id,
             parent=parent,
             cwd_approved=cwd_approved,
+            tools=tools,
         )
 
-    async def resume(self, session_id: str, *, model: str | None = None) -> LoopAgent:
+    async def resume(
+        self,
+        session_id: str,
+        *,
+        model: str | None = None,
+        tools: Sequence[ToolDefinition[Any]] = (),
+    ) -> LoopAgent:
         """The live agent of ``session_id``, or its stored session resumed (its preset and, unless
-        ``model`` is given, the route and system prompt its log last used)."""
+        ``model`` is given, the route and system prompt its log last used). ``tools`` are
+        offered to this session only, as `create` says; giving them for a session that is open
+        in this harness already raises `DshError`."""
         self._refuse_if_closed()
-        return await self._lifecycle.resume(session_id, model=model)
+        return await self._lifecycle.resume(session_id, model=model, tools=tools)
+
+    def session_mcp_servers(self, servers: Mapping[str, Mapping[str, Any]]) -> SessionMcpServers:
+        """MCP servers one session brings (an editor passes them to ``dsh acp``), not started
+        yet: ``servers`` maps each name to a table with dsh-tool-mcp's keys (``command``,
+        ``args``, ``env``, ``cwd`` for stdio; ``url``, ``headers`` for streamable HTTP). Give
+        their ``tools()`` to `create` or `resume` after ``start()``; ``aclose()`` stops them.
+        Raises `McpServerNameError` for a name a configured server has (or whose tools would
+        share its prefix), `McpServerTableError` for a table dsh-tool-mcp refuses (naming the
+        server and the key), and
+        `MissingExtraError` without the ``[mcp]`` extra."""
+        self._refuse_if_closed()
+        return session_mcp_servers(self.config.mcp, servers)
 
     async def fork(
         self,

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._delegation import Delegation, canonical_cwd
+from dsh_agent_core._errors import DshError
 from dsh_agent_core._routes import Routes
+from dsh_agent_core._tool_sets import PresetLoops
 from dsh_agent_loop import AgentLoop, LoopAgent
 from dsh_persistence import SessionPersistence
 from dsh_session import SessionHeader
+from dsh_tools import ToolDefinition
 
 __all__ = ["SessionLifecycle"]
 
 
 class SessionLifecycle:
     """Creates, resumes and forks the agents of one harness. ``loop`` gives a preset's agent
-    loop, ``get`` a live agent, ``start`` starts what agents need first (the MCP servers)."""
+    loop, ``loops`` the loops themselves (a session given tools of its own gets a loop of its
+    own), ``get`` a live agent, ``start`` starts what agents need first (the MCP servers)."""
 
     def __init__(
         self,
@@ -29,6 +35,7 @@ class SessionLifecycle:
         routes: Routes,
         delegation: Delegation,
         loop: Callable[[str | None], AgentLoop],
+        loops: PresetLoops,
         get: Callable[[str], LoopAgent | None],
         start: Callable[[], Awaitable[None]],
     ) -> None:
@@ -37,6 +44,7 @@ class SessionLifecycle:
         self._routes = routes
         self._delegation = delegation
         self._loop = loop
+        self._loops = loops
         self._get = get
         self._start = start
 
@@ -57,6 +65,7 @@ class SessionLifecycle:
         session_id: str | None,
         parent: LoopAgent | None,
         cwd_approved: bool,
+        tools: Sequence[ToolDefinition[Any]] = (),
     ) -> LoopAgent:
         """See `Harness.create`."""
         if parent is not None:
@@ -73,33 +82,49 @@ class SessionLifecycle:
         if parent is not None and not cwd_approved:
             self._delegation.check_cwd(parent, canonical)
         await self._start()
-        loop = self._loop(preset)
+        if tools:
+            session_id = session_id if session_id is not None else str(uuid.uuid4())
+            loop = self._loops.session_loop(session_id, preset, tools)
+        else:
+            loop = self._loop(preset)
         settings = self._config.presets[preset] if preset is not None else None
         route = await self._routes.resolve(
             model or (settings.model if settings is not None else None)
         )
         system = self._config.system_prompt(preset).text
         depth = self._delegation.depth(parent) if parent is not None else None
-        agent = await loop.create(
-            session_id,
-            options=self._routes.options(route, reasoning_effort=reasoning_effort),
-            cwd=canonical,
-            system=system,
-            parent_session=parent.id if parent is not None else None,
-            origin="subagent" if parent is not None else None,
-            delegation_depth=depth,
-            agent_preset=preset,
-        )
+        try:
+            agent = await loop.create(
+                session_id,
+                options=self._routes.options(route, reasoning_effort=reasoning_effort),
+                cwd=canonical,
+                system=system,
+                parent_session=parent.id if parent is not None else None,
+                origin="subagent" if parent is not None else None,
+                delegation_depth=depth,
+                agent_preset=preset,
+            )
+        finally:
+            if tools:
+                assert session_id is not None
+                self._loops.joined(session_id)
         self._delegation.pin_permissions(agent, parent)
         await _store_at_once(agent)
         if prompt is not None:
             agent.followup(prompt)
         return agent
 
-    async def resume(self, session_id: str, *, model: str | None) -> LoopAgent:
+    async def resume(
+        self, session_id: str, *, model: str | None, tools: Sequence[ToolDefinition[Any]] = ()
+    ) -> LoopAgent:
         """See `Harness.resume`."""
         live = self._get(session_id)
         if live is not None:
+            if tools:
+                raise DshError(
+                    f"session {session_id!r} is open in this harness already; tools of its own "
+                    "are given when it is created or resumed, not while it is open"
+                )
             return live
         snapshot = await self._persistence.stat(session_id)
         preset = self._known_preset(snapshot.header if snapshot is not None else None)
@@ -107,7 +132,13 @@ class SessionLifecycle:
             model = await self._routes.resolve(model)
         options = self._routes.options(model) if model is not None else None
         await self._start()
-        return await self._loop(preset).resume(session_id, options=options)
+        if not tools:
+            return await self._loop(preset).resume(session_id, options=options)
+        loop = self._loops.session_loop(session_id, preset, tools)
+        try:
+            return await loop.resume(session_id, options=options)
+        finally:
+            self._loops.joined(session_id)
 
     async def fork(
         self,

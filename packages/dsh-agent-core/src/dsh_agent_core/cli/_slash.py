@@ -10,12 +10,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.text import Text
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._model_switch import log_command_done, log_command_run, switch_model
 from dsh_agent_core._permissions import pin_permissions, sandbox_mode_of
 from dsh_agent_core.cli._render import edit_diff
 from dsh_agent_core.cli._session_ids import resolve_session_id, sessions_here
@@ -85,29 +86,14 @@ def _route_text(session: Any) -> str | None:
     return f"{route[0]}:{route[1]}" if route else None
 
 
-async def _reopen(context: SlashContext, session_id: str, route: str | None) -> None:
-    """Attach ``session_id`` again after a switch failed (on its route: a session that never
-    sent a request has none logged to resume on)."""
-    context.session.attach(await context.session.harness.resume(session_id, model=route))
-
-
 async def _model(context: SlashContext, args: str) -> str:
     session = context.session
     if not args:
         text = f"model: {_route_text(session) or 'none yet'}"
         context.say(text)
         return text
-    harness = session.harness
-    harness.check_route(args)
-    resolved = await harness.resolve_route(args)  # unknown or unreachable: refused, no change
-    session_id, before = session.agent.id, _route_text(session)
-    await session.agent.aclose()  # the same session reopens on the new route
-    try:
-        session.attach(await harness.resume(session_id, model=resolved))
-    except Exception as error:
-        await _reopen(context, session_id, before)
-        raise DshError(f"{error}; still on {before}") from error
-    text = f"model: {_route_text(session) or resolved}"
+    route = await switch_model(session.harness, session.agent, args, attach=session.attach)
+    text = f"model: {route}"
     context.say(text)
     return text
 
@@ -280,12 +266,10 @@ async def run_slash(context: SlashContext, line: str) -> bool:
         return False
     handler = entry[0]
     command_id = f"command-{uuid.uuid4()}"
-    run: dict[str, Any] = {"commandId": command_id, "name": name, "source": {"kind": "user"}}
-    if args:
-        run["args"] = args
     if name not in _SWITCHING:
-        context.session.agent.session.append("command/run", run)
-    kind, text, leave = "success", None, False
+        log_command_run(context.session.agent.session, command_id, name, args)
+    kind: Literal["success", "error"] = "success"
+    text, leave = None, False
     try:
         text = await handler(context, args)
     except _Exit:
@@ -295,9 +279,6 @@ async def run_slash(context: SlashContext, line: str) -> bool:
         context.say(f"/{name}: {text}", "red")
     session = context.session.agent.session  # a switching command logs in the session it opened
     if name in _SWITCHING:
-        session.append("command/run", run)
-    done: dict[str, Any] = {"commandId": command_id, "kind": kind}
-    if text is not None:
-        done["text"] = text[:4000]
-    session.append("command/done", done)
+        log_command_run(session, command_id, name, args)
+    log_command_done(session, command_id, kind, text)
     return leave
