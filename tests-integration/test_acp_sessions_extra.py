@@ -18,6 +18,8 @@ import acp
 import pytest
 from acp.schema import (
     EnvVariable,
+    HttpHeader,
+    HttpMcpServer,
     McpServerStdio,
     SseMcpServer,
     ToolCallProgress,
@@ -111,6 +113,43 @@ async def test_an_editors_mcp_server_serves_its_session_alone_and_stops_with_the
     calls = [e["data"] for e in events if e["type"] == "tool/call"]
     assert [c["name"] for c in calls] == ["mcp__demo__env", "mcp__demo__pid"]
     project.verified(other.session_id)
+
+
+async def test_an_editors_http_server_gets_the_headers_it_was_given(
+    tmp_path: Path, server: Any
+) -> None:
+    """An editor's streamable-HTTP server: its tools serve the session, each request carries the
+    headers the editor passed (the demo server's ``header`` tool reads them back)."""
+    web = await asyncio.create_subprocess_exec(
+        sys.executable, str(DEMO_SERVER), "http", "0", stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert web.stdout is not None
+        async with asyncio.timeout(TIMEOUT):
+            port = int(await web.stdout.readline())
+        server.scripts = [
+            tool_call("mcp__web__header", {"name": "X-Team"}, "call-1"),
+            loopback.text_answer("Done."),
+        ]
+        project = Project(tmp_path, server)
+        editor = Editor()
+        remote = HttpMcpServer(
+            name="web",
+            url=f"http://127.0.0.1:{port}/mcp",
+            headers=[HttpHeader(name="X-Team", value="editors")],
+            type="http",
+        )
+        async with project.acp(editor) as (conn, _process):
+            async with asyncio.timeout(TIMEOUT):
+                session = await conn.new_session(cwd=str(project.cwd), mcp_servers=[remote])
+            answer = await _prompt(conn, session.session_id, acp.text_block("Ask the server"))
+    finally:
+        web.kill()
+        await web.wait()
+    assert answer.stop_reason == "end_turn"
+    assert "mcp__web__header" in tool_names(server.bodies[0])
+    assert results(editor)["call-1"] == "editors"
+    project.verified(session.session_id)
 
 
 async def test_an_editors_server_named_like_a_configured_one_is_refused_naming_it(
