@@ -20,9 +20,11 @@ from acp.schema import (
     EnvVariable,
     HttpHeader,
     HttpMcpServer,
+    ImageContentBlock,
     McpServerStdio,
     SseMcpServer,
     ToolCallProgress,
+    UserMessageChunk,
 )
 
 from test_acp import DSH, TIMEOUT, Editor, Project, loopback, server, tool_call
@@ -327,3 +329,14 @@ async def test_images_are_offered_and_taken_only_for_a_model_that_reads_them(
     (logged,) = [user for user in users if '"type": "image"' in user]
     assert base64.b64encode(PNG).decode() in logged
     assert '"Look"' in logged
+    replayed = Editor()  # loaded in a new process, the prompt shows its image again
+    async with project.acp(replayed) as (conn, _process):
+        async with asyncio.timeout(TIMEOUT):
+            await conn.load_session(
+                cwd=str(project.cwd), session_id=session.session_id, mcp_servers=[]
+            )
+    shown = [
+        u.content for _, u in replayed.updates
+        if isinstance(u, UserMessageChunk) and isinstance(u.content, ImageContentBlock)
+    ]  # fmt: skip
+    assert [(i.data, i.mime_type) for i in shown] == [(base64.b64encode(PNG).decode(), "image/png")]

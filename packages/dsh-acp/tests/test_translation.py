@@ -112,3 +112,18 @@ def test_replay_shows_the_prompts_and_answers_not_plugin_notices() -> None:
     ]
     updates = translator.replay(events)  # type: ignore[arg-type]
     assert [type(u) for u in updates] == [UserMessageChunk, AgentMessageChunk]
+
+
+def test_replay_shows_a_prompts_inline_images_after_its_text() -> None:
+    translator = UpdateTranslator("/p")
+    image = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    stored = {"type": "image", "attachment": {"attachmentId": "a1", "mediaType": "image/png"}}
+    user = {
+        "content": [{"type": "text", "text": "What is this?"}, image, stored],
+        "source": {"kind": "user"},
+    }
+    updates = translator.replay([_event("user/message", 0, user)])  # type: ignore[list-item]
+    assert [type(u) for u in updates] == [UserMessageChunk, UserMessageChunk]
+    shown = updates[1].content
+    assert isinstance(shown, ImageContentBlock)
+    assert (shown.data, shown.mime_type) == ("iVBORw0KGgo=", "image/png")

@@ -4,7 +4,8 @@
 message and thought chunks, a ``tool/call`` as a tool call (pending, with its kind, title,
 locations and, for an edit or a write, its diff), an allowed approval or the first output as
 in progress, the ``tool/result`` as completed or failed with its output. Replaying a stored log
-(``session/load``) reads the finished messages instead of the chunks, and the user's prompts.
+(``session/load``) reads the finished messages instead of the chunks, and the user's prompts
+(their text, then the images they carried).
 `UpdateStream` sends them to the editor in order, one at a time, from a queue the synchronous
 session subscriber feeds."""
 
@@ -18,10 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from acp import (
+    image_block,
     start_tool_call,
     update_agent_message_text,
     update_agent_thought_text,
     update_tool_call,
+    update_user_message,
     update_user_message_text,
 )
 from acp.schema import (
@@ -209,6 +212,7 @@ class UpdateTranslator:
                 text = _texts(parts.content, "text")
                 if text:
                     updates.append(update_user_message_text(text))
+                updates.extend(_images(parts.content))
             elif event.type == "assistant/message":
                 updates.extend(self._message(event.data))
             elif event.type == "tool/call" and isinstance(event.data, dict):
@@ -216,6 +220,20 @@ class UpdateTranslator:
             elif event.type == "tool/result" and isinstance(event.data, dict):
                 updates.extend(self._result(event.data))
         return updates
+
+
+def _images(blocks: Iterable[Any]) -> list[SessionUpdate]:
+    """The images of a user's prompt as the log holds them inline (base64 and its type), each
+    as the prompt's image block; an image stored as an attachment, outside the log, is not
+    shown."""
+    return [
+        update_user_message(image_block(block["data"], block["mimeType"]))
+        for block in blocks
+        if isinstance(block, Mapping)
+        and block.get("type") == "image"
+        and isinstance(block.get("data"), str)
+        and isinstance(block.get("mimeType"), str)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
