@@ -14,7 +14,7 @@ from dsh_persistence import (
     check_read_range,
     encode_append_batch,
 )
-from dsh_persistence_sqlite._lock import SessionLock
+from dsh_persistence.filelock import FileLock
 from dsh_persistence_sqlite._rows import rows_of_batch
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, now_ms
@@ -59,7 +59,7 @@ class SqliteSessionHandle(SessionHandleBase):
         materialized: bool,
         next_seq: int = 0,
         torn_seq: int | None = None,
-        lock: SessionLock | None = None,
+        lock: FileLock | None = None,
     ) -> None:
         super().__init__(
             header=header,
