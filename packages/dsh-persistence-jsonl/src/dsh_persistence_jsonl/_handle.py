@@ -60,8 +60,6 @@ class HandleOwner(Protocol):
         self, session_id: str, path: Path, damage: LogDamage
     ) -> SessionPersistenceError: ...
 
-    def _forget(self, handle: JsonlSessionHandle) -> None: ...
-
     def _check_generation(
         self,
         session_id: str,
@@ -348,7 +346,6 @@ class JsonlSessionHandle(SessionHandleBase):
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        self._backend._forget(self)
 
     # -- read side --------------------------------------------------------------------------
 

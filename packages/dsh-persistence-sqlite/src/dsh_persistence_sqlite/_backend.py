@@ -94,8 +94,6 @@ class SqlitePersistence(PersistenceBase[SqliteSessionHandle]):
             submit=self._submit,
             store=self._store,
             pack_chunks=pack_chunks,
-            is_pending=self._is_pending,
-            forget=self._forget,
         )
 
     @property

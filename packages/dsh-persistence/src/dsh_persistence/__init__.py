@@ -24,7 +24,7 @@ from dsh_persistence._errors import (
     SessionStorageError,
 )
 from dsh_persistence._export import export_session
-from dsh_persistence._handle_base import SessionHandleBase
+from dsh_persistence._handle_base import HandleIdentity, SessionHandleBase
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
 from dsh_persistence._snapshot import SessionSnapshot
 from dsh_persistence._text_columns import TEXT_COLUMN_ESCAPE, text_from_column, text_to_column
@@ -49,6 +49,7 @@ __all__ = [
     "TEXT_COLUMN_ESCAPE",
     "Access",
     "AppendBatch",
+    "HandleIdentity",
     "PersistenceBase",
     "PersistenceClosedError",
     "SessionAlreadyExistsError",
