@@ -177,3 +177,41 @@ async def test_a_handle_closes_once_and_refuses_writes_by_access(readme: dict[st
     with pytest.raises(SessionHandleClosedError):
         await reader.read()
     await backend.aclose()
+
+
+async def test_a_closed_handle_leaves_the_books_without_calling_back(
+    readme: dict[str, Any],
+) -> None:
+    backend = readme["DictPersistence"]()
+    writer = await backend.create(header("s"))
+    reader = await backend.open("s", "read")
+    assert writer._session_pending()
+    assert reader._session_pending()
+    await reader.close()
+    assert backend._handles == {writer}
+    with pytest.raises(SessionAlreadyOwnedError):
+        await backend.open("s", "write")
+    await writer.close()  # the handle's _close does nothing: the base forgets it
+    assert not backend._handles
+    assert await backend.stat("s") is None  # a create closed unwritten never existed
+    async with await backend.create(header("s")) as again:
+        await again.flush()
+        assert not again._session_pending()
+    async with await backend.open("s", "write") as owner:
+        assert not owner._session_pending()
+    await backend.aclose()
+
+
+async def test_a_handle_never_handed_out_is_in_no_books(readme: dict[str, Any]) -> None:
+    backend = readme["DictPersistence"]()
+    async with await backend.create(header("s")) as writer:
+        await writer.flush()
+    stray = readme["DictHandle"](backend, header("s"), 0, "write")
+    assert not stray._session_pending()
+    await stray.close()  # nothing to forget, nothing released that another handle holds
+    async with await backend.open("s", "write") as owner:
+        await stray.close()
+        with pytest.raises(SessionAlreadyOwnedError):
+            await backend.open("s", "write")
+        assert backend._handles == {owner}
+    await backend.aclose()

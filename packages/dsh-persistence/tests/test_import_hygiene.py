@@ -19,3 +19,8 @@ def test_persistence_contract_is_loaded_on_demand() -> None:
     import dsh_persistence.testing as testing
 
     assert testing.PersistenceContract.__name__ == "PersistenceContract"
+
+
+def test_importing_the_seam_does_not_load_the_file_lock() -> None:
+    code = "import sys, dsh_persistence\nassert 'dsh_persistence.filelock' not in sys.modules\n"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -19,13 +19,14 @@ from dsh_persistence import (
     SessionSnapshot,
     assert_writable_events,
 )
+from dsh_persistence.filelock import FileLock, LockContendedError
 from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._generations import generation_log_name, generation_of_name
 from dsh_persistence_jsonl._handle import JsonlSessionHandle
 from dsh_persistence_jsonl._listing import RootCatalog
-from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
+from dsh_persistence_jsonl._lock import lock_session
 from dsh_persistence_jsonl._pathcodec import session_segment
 from dsh_persistence_jsonl._rows import StoredRows
 from dsh_persistence_jsonl._safefs import OddFileError, open_regular
@@ -170,7 +171,7 @@ class JsonlPersistence(RootCatalog, PersistenceBase[JsonlSessionHandle]):
 
     def _open_write_at(self, session_id: str, path: Path) -> JsonlSessionHandle:
         try:
-            lock = SessionLock.acquire(path.parent)
+            lock = lock_session(path.parent)
         except LockContendedError:
             raise SessionAlreadyOwnedError(session_id) from None
         fd: int | None = None
@@ -206,7 +207,7 @@ class JsonlPersistence(RootCatalog, PersistenceBase[JsonlSessionHandle]):
         handle._ino = os.fstat(fd).st_ino
         handle._dirty = False
 
-    def _publish(self, session_id: str, path: Path, content: bytes) -> tuple[SessionLock, int]:
+    def _publish(self, session_id: str, path: Path, content: bytes) -> tuple[FileLock, int]:
         try:
             return self._publish_at(session_id, path, content)
         except OddFileError as odd:  # a linked directory below the root, a lock that is a link
@@ -214,13 +215,13 @@ class JsonlPersistence(RootCatalog, PersistenceBase[JsonlSessionHandle]):
         except OSError as error:  # a full disk, a read-only filesystem, no permission
             raise storage_error(session_id, "create", path, error) from error
 
-    def _publish_at(self, session_id: str, path: Path, content: bytes) -> tuple[SessionLock, int]:
+    def _publish_at(self, session_id: str, path: Path, content: bytes) -> tuple[FileLock, int]:
         directory = path.parent
         if os.path.lexists(directory / self._other_name):
             raise self._encoding_error(directory / self._other_name)
         make_dirs_durable(self._root, directory)
         try:
-            lock = SessionLock.acquire(directory)
+            lock = lock_session(directory)
         except LockContendedError:
             if os.path.lexists(path):
                 raise SessionAlreadyExistsError(session_id) from None

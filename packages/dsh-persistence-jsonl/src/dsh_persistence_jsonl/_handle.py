@@ -21,10 +21,10 @@ from dsh_persistence import (
     check_read_range,
     materialize_append_batch,
 )
+from dsh_persistence.filelock import FileLock
 from dsh_persistence_jsonl._cancel import run_to_completion
 from dsh_persistence_jsonl._errors import storage_error
 from dsh_persistence_jsonl._fileio import AppendRollbackError, append_with_rollback
-from dsh_persistence_jsonl._lock import SessionLock
 from dsh_persistence_jsonl._rows import StoredRows
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import Compression, LoadedLog, read_suffix
@@ -59,8 +59,6 @@ class HandleOwner(Protocol):
     def _damage(
         self, session_id: str, path: Path, damage: LogDamage
     ) -> SessionPersistenceError: ...
-
-    def _forget(self, handle: JsonlSessionHandle) -> None: ...
 
     def _check_generation(
         self,
@@ -118,7 +116,7 @@ class JsonlSessionHandle(SessionHandleBase):
         self._busy = 0  # operations holding or waiting for the mutex
         # write side
         self._fd: int | None = None
-        self._lock: SessionLock | None = None
+        self._lock: FileLock | None = None
         self._truncate_to: int | None = None
         self._dirty = False
         self._slow_disk = False
@@ -348,7 +346,6 @@ class JsonlSessionHandle(SessionHandleBase):
         if self._lock is not None:
             self._lock.release()
             self._lock = None
-        self._backend._forget(self)
 
     # -- read side --------------------------------------------------------------------------
 

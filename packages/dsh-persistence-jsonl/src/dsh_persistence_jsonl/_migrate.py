@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from dsh_persistence.filelock import LockContendedError
 from dsh_persistence_jsonl._backend import JsonlPersistence
 from dsh_persistence_jsonl._fileio import make_dirs_durable, publish_exclusive
 from dsh_persistence_jsonl._generations import newer_generation_files, newer_generation_reason
-from dsh_persistence_jsonl._lock import LockContendedError, SessionLock
+from dsh_persistence_jsonl._lock import lock_session
 from dsh_persistence_jsonl._safefs import check_below
 from dsh_persistence_jsonl._scan import LogDamage
 from dsh_persistence_jsonl._store import LOG_NAMES, LoadedLog, read_header_info
@@ -184,7 +185,7 @@ async def _migrate_stages(
     try:
         # a linked project or session directory gets no lock created through it
         await asyncio.to_thread(check_below, source.root, path.parent)
-        lock = await asyncio.to_thread(SessionLock.acquire, path.parent)
+        lock = await asyncio.to_thread(lock_session, path.parent)
     except LockContendedError:
         return "failed", _failure(
             state, path, OSError("the session is open for writing; stop its writer and retry")

@@ -139,8 +139,6 @@ class PostgresPersistence(PersistenceBase[PostgresSessionHandle]):
                 reader=Reader(self._statements, store_id, self._artifact),
                 pool=pool,
                 compressor=self._compressor,
-                is_pending=self._is_pending,
-                forget=self._forget,
             )
             return self._services
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 import psycopg
 import zstandard
 from psycopg_pool import AsyncConnectionPool
 
 from dsh_persistence import (
-    Access,
+    HandleIdentity,
     SessionAlreadyExistsError,
     SessionHandleBase,
     SessionHandleClosedError,
@@ -29,7 +29,7 @@ from dsh_persistence_postgres._lock import SessionLock
 from dsh_persistence_postgres._rows import EncodedRows, rows_of_batch
 from dsh_persistence_postgres._store import Reader
 from dsh_persistence_postgres._text import to_column
-from dsh_session import SessionEvent, SessionHeader, encode_header_line
+from dsh_session import SessionEvent, encode_header_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +38,13 @@ class HandleServices:
 
     - ``target``: the server (for error messages); ``reader``: the store's read statements;
     - ``pool``: the instance's shared pool (reads);
-    - ``compressor``: zstd for lines of 4 KiB and more, or ``None``;
-    - ``is_pending(session_id)``: whether the id is a created session not yet written;
-    - ``forget(handle)``: drop a closed handle from the instance's books.
+    - ``compressor``: zstd for lines of 4 KiB and more, or ``None``.
     """
 
     target: Target
     reader: Reader
     pool: AsyncConnectionPool
     compressor: zstandard.ZstdCompressor | None
-    is_pending: Callable[[str], bool]
-    forget: Callable[[PostgresSessionHandle], None]
 
 
 class PostgresSessionHandle(SessionHandleBase):
@@ -67,24 +63,17 @@ class PostgresSessionHandle(SessionHandleBase):
         self,
         services: HandleServices,
         *,
-        header: SessionHeader,
-        inherited_event_count: int,
-        access: Access,
-        materialized: bool,
         next_seq: int = 0,
         lock: SessionLock | None = None,
+        **identity: Unpack[HandleIdentity],
     ) -> None:
-        super().__init__(
-            header=header,
-            inherited_event_count=inherited_event_count,
-            access=access,
-            materialized=materialized,
-        )
+        super().__init__(**identity)
         self._services = services
-        self._key = to_column(header.id)
+        self._key = to_column(self.id)
         self._op = asyncio.Lock()
         self._next_seq = next_seq
-        self._tail_checked = not materialized  # a new session has no rows past its commit point
+        # a new session has no rows past its commit point
+        self._tail_checked = not self._materialized
         self._lock = lock
         self._lost: str | None = None
         self._inflight: asyncio.Future[None] | None = None
@@ -115,7 +104,7 @@ class PostgresSessionHandle(SessionHandleBase):
             lambda connection: services.reader.read(connection, self.id, offset, length),
         )
         if events is None:
-            if services.is_pending(self.id):
+            if self._session_pending():
                 return []
             raise SessionPersistenceNotFoundError(self.id)
         self._check_served(offset, length, len(events), services.reader.artifact)
@@ -279,4 +268,3 @@ class PostgresSessionHandle(SessionHandleBase):
             lock, self._lock = self._lock, None
             if lock is not None:
                 await lock.release()
-            self._services.forget(self)

@@ -8,7 +8,7 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous
+from dsh_persistence import assert_contiguous, decompress_frame
 from dsh_session import (
     ROW_TYPES,
     SessionEvent,
@@ -72,30 +72,12 @@ class RowError(ValueError):
     """A stored row does not decode to the event it stands for."""
 
 
-def _unframe(frame: bytes) -> bytes:
-    try:
-        size = zstandard.frame_content_size(frame)
-    except zstandard.ZstdError as error:
-        raise RowError(f"zline is not a zstd frame ({error})") from error
-    if size < 0:
-        raise RowError("the zstd frame does not record its content size")
-    if size > MAX_LINE_BYTES:
-        raise RowError(f"the zstd frame claims {size} bytes, more than the bound")
-    try:
-        line = zstandard.ZstdDecompressor().decompress(frame, max_output_size=MAX_LINE_BYTES)
-    except zstandard.ZstdError as error:
-        raise RowError(f"the zstd frame does not decompress ({error})") from error
-    if len(line) != size:
-        raise RowError("the zstd frame decompressed to another size than it records")
-    return line
-
-
 def decode_stored_row(seq: int, line: str | None, zline: bytes | None) -> SessionEvent:
     """The event of one stored row; ``RowError`` (or a codec ``ValueError``) when malformed."""
     if line is None:
         if zline is None:
             raise RowError("the row has neither line nor zline")
-        event = decode_event(_unframe(zline))
+        event = decode_event(decompress_frame(zline, MAX_LINE_BYTES, zstandard, RowError))
     else:
         event = decode_event(line)
     if event.type in ROW_TYPES:

@@ -18,8 +18,9 @@ from dsh_persistence import (
     SessionPersistenceNotFoundError,
     SessionSnapshot,
 )
+from dsh_persistence.filelock import FileLock, LockContendedError
 from dsh_persistence_sqlite._handle import HandleServices, SqliteSessionHandle
-from dsh_persistence_sqlite._lock import LockContendedError, SessionLock, lock_dir_for
+from dsh_persistence_sqlite._lock import lock_dir_for, lock_session
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, StoredSession
 from dsh_persistence_sqlite._worker import DatabaseThread
@@ -35,7 +36,7 @@ def _release_on_success(future: asyncio.Future[Any]) -> None:
     if future.cancelled() or future.exception() is not None:
         return
     result = future.result()
-    if isinstance(result, SessionLock):
+    if isinstance(result, FileLock):
         result.release()
     elif isinstance(result, SqliteSessionHandle):
         result._release_sync()
@@ -93,8 +94,6 @@ class SqlitePersistence(PersistenceBase[SqliteSessionHandle]):
             submit=self._submit,
             store=self._store,
             pack_chunks=pack_chunks,
-            is_pending=self._is_pending,
-            forget=self._forget,
         )
 
     @property
@@ -147,17 +146,17 @@ class SqlitePersistence(PersistenceBase[SqliteSessionHandle]):
             lock=lock,
         )
 
-    def _lock_new_sync(self, session_id: str) -> SessionLock:
+    def _lock_new_sync(self, session_id: str) -> FileLock:
         try:
             return self._lock_new(session_id)
         except (OSError, sqlite3.OperationalError) as error:
             raise_storage_error(error, session_id, "create", self._store.artifact)
 
-    def _lock_new(self, session_id: str) -> SessionLock:
+    def _lock_new(self, session_id: str) -> FileLock:
         if self._store.exists(session_id):
             raise SessionAlreadyExistsError(session_id)
         try:
-            lock = SessionLock.acquire(self._lock_dir, session_id)
+            lock = lock_session(self._lock_dir, session_id)
         except LockContendedError:
             raise SessionAlreadyExistsError(session_id) from None
         try:
@@ -181,7 +180,7 @@ class SqlitePersistence(PersistenceBase[SqliteSessionHandle]):
         if not self._store.exists(session_id):
             raise SessionPersistenceNotFoundError(session_id)
         try:
-            lock = SessionLock.acquire(self._lock_dir, session_id)
+            lock = lock_session(self._lock_dir, session_id)
         except LockContendedError:
             raise SessionAlreadyOwnedError(session_id) from None
         try:

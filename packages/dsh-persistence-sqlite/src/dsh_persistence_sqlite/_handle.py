@@ -6,19 +6,19 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from dsh_persistence import (
-    Access,
+    HandleIdentity,
     SessionHandleBase,
     check_read_range,
     encode_append_batch,
 )
-from dsh_persistence_sqlite._lock import SessionLock
+from dsh_persistence.filelock import FileLock
 from dsh_persistence_sqlite._rows import rows_of_batch
 from dsh_persistence_sqlite._storage import raise_storage_error
 from dsh_persistence_sqlite._store import Store, now_ms
-from dsh_session import SessionEvent, SessionHeader
+from dsh_session import SessionEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,16 +27,12 @@ class HandleServices:
 
     - ``submit(fn, *args)``: run ``fn`` on the instance's database thread, in call order;
     - ``store``: the instance's ``Store`` (only used on that thread);
-    - ``pack_chunks``: whether appends store runs of chunk events as packed rows;
-    - ``is_pending(session_id)``: whether the id is a created session not yet written;
-    - ``forget(handle)``: drop a closed handle from the instance's books.
+    - ``pack_chunks``: whether appends store runs of chunk events as packed rows.
     """
 
     submit: Callable[..., asyncio.Future[Any]]
     store: Store
     pack_chunks: bool
-    is_pending: Callable[[str], bool]
-    forget: Callable[[SqliteSessionHandle], None]
 
 
 class SqliteSessionHandle(SessionHandleBase):
@@ -53,20 +49,13 @@ class SqliteSessionHandle(SessionHandleBase):
         self,
         services: HandleServices,
         *,
-        header: SessionHeader,
-        inherited_event_count: int,
-        access: Access,
-        materialized: bool,
         next_seq: int = 0,
         torn_seq: int | None = None,
-        lock: SessionLock | None = None,
+        lock: FileLock | None = None,
+        **identity: Unpack[HandleIdentity],
     ) -> None:
-        super().__init__(
-            header=header,
-            inherited_event_count=inherited_event_count,
-            access=access,
-            materialized=materialized,  # write state, changed only on the database thread
-        )
+        # materialized is write state, changed only on the database thread
+        super().__init__(**identity)
         self._services = services
         self._next_seq = next_seq
         self._torn_seq = torn_seq
@@ -93,7 +82,7 @@ class SqliteSessionHandle(SessionHandleBase):
         store = self._services.store
         if self._access == "write" and not self._materialized:
             return []
-        must_exist = not self._services.is_pending(self.id)
+        must_exist = not self._session_pending()
         events = store.read(self.id, offset, length, must_exist=must_exist)
         if events is None:
             return []
@@ -158,7 +147,6 @@ class SqliteSessionHandle(SessionHandleBase):
             await self._services.submit(self._release_sync)
         finally:
             self._release_sync()  # idempotent: releases here if the thread could not
-            self._services.forget(self)
 
     def _release_sync(self) -> None:
         lock, self._lock = self._lock, None

@@ -7,7 +7,7 @@ from typing import Any
 
 import zstandard
 
-from dsh_persistence import assert_contiguous, text_to_column
+from dsh_persistence import assert_contiguous, decompress_frame, text_to_column
 from dsh_session import (
     ROW_TYPES,
     SessionEvent,
@@ -158,21 +158,7 @@ def row_line(seq: int, compressed: int, payload: bytes | str, *, packed: bool) -
     if not isinstance(payload, bytes):
         raise RowError("a compressed row's line is not a BLOB")
     limit = MAX_PACK_BYTES if packed else MAX_ROW_BYTES
-    try:
-        size = zstandard.frame_content_size(payload)
-    except zstandard.ZstdError as error:
-        raise RowError(f"not a zstd frame ({error})") from error
-    if size < 0:
-        raise RowError("the zstd frame does not record its content size")
-    if size > limit:
-        raise RowError(f"the zstd frame claims {size} bytes, more than the bound {limit}")
-    try:
-        line = zstandard.ZstdDecompressor().decompress(payload, max_output_size=limit)
-    except zstandard.ZstdError as error:
-        raise RowError(f"the zstd frame does not decompress ({error})") from error
-    if len(line) != size:
-        raise RowError("the zstd frame decompressed to another size than it records")
-    return line
+    return decompress_frame(payload, limit, zstandard, RowError)
 
 
 def decode_stored_row(

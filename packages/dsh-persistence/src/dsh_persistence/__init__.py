@@ -24,7 +24,8 @@ from dsh_persistence._errors import (
     SessionStorageError,
 )
 from dsh_persistence._export import export_session
-from dsh_persistence._handle_base import SessionHandleBase
+from dsh_persistence._frames import ZstdApi, decompress_frame
+from dsh_persistence._handle_base import HandleIdentity, SessionHandleBase
 from dsh_persistence._protocols import Access, SessionHandle, SessionPersistence
 from dsh_persistence._snapshot import SessionSnapshot
 from dsh_persistence._text_columns import TEXT_COLUMN_ESCAPE, text_from_column, text_to_column
@@ -49,6 +50,7 @@ __all__ = [
     "TEXT_COLUMN_ESCAPE",
     "Access",
     "AppendBatch",
+    "HandleIdentity",
     "PersistenceBase",
     "PersistenceClosedError",
     "SessionAlreadyExistsError",
@@ -65,6 +67,7 @@ __all__ = [
     "SessionReadOnlyError",
     "SessionSnapshot",
     "SessionStorageError",
+    "ZstdApi",
     "assert_contiguous",
     "assert_format_version",
     "assert_stored_id",
@@ -73,6 +76,7 @@ __all__ = [
     "check_read_range",
     "decode_stored_event",
     "decode_stored_header",
+    "decompress_frame",
     "encode_append_batch",
     "export_session",
     "flush_handles",

@@ -56,9 +56,10 @@ class PersistenceBase(Generic[H]):
     - ``_stat_stored(session_id)`` and ``_list_stored()``: snapshots of what is stored;
     - ``_close_storage()`` (optional): release what the instance holds, after its handles.
 
-    Its handles subclass `SessionHandleBase`, report ``materialized`` (false until the first
-    append or flush of a created session) and call ``_forget(handle)`` once closed;
-    ``_is_pending(session_id)`` tells a handle whether its session is such a pending create.
+    Its handles subclass `SessionHandleBase` and report ``materialized`` (false until the first
+    append or flush of a created session). The base binds every handle it hands out to these
+    books: a closed handle drops out of them by itself, and ``handle._session_pending()`` tells
+    whether its session is such a pending create.
     """
 
     def __init__(self) -> None:
@@ -151,7 +152,7 @@ class PersistenceBase(Generic[H]):
             await self._refuse_late(handle, "create", session_id)
         self._pending[session_id] = handle
         self._writers[session_id] = handle
-        self._handles.add(handle)
+        self._adopt(handle)
         return handle
 
     async def open(self, session_id: str, access: Access) -> H:
@@ -169,7 +170,7 @@ class PersistenceBase(Generic[H]):
             handle = await self._open_reader(session_id)
             if self._closed:  # aclose() ran while storage opened it
                 await self._refuse_late(handle, "open", session_id)
-            self._handles.add(handle)
+            self._adopt(handle)
             return handle
         if session_id in self._writers:
             raise SessionAlreadyOwnedError(session_id)
@@ -183,8 +184,13 @@ class PersistenceBase(Generic[H]):
             self._release_claim(session_id)
             await self._refuse_late(handle, "open", session_id)
         self._writers[session_id] = handle
-        self._handles.add(handle)
+        self._adopt(handle)
         return handle
+
+    def _adopt(self, handle: H) -> None:
+        """Enter a handle storage gave out into the books, bound to leave them once closed."""
+        handle._bind(self._forget, self._is_pending)
+        self._handles.add(handle)
 
     async def _refuse_late(self, handle: H, operation: str, session_id: str) -> NoReturn:
         """Close a handle storage gave out after ``aclose()`` began (so no lock or claim

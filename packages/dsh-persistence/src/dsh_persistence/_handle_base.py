@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, NotRequired, Self, TypedDict
 
 from dsh_persistence._errors import (
     SessionHandleClosedError,
@@ -15,7 +15,18 @@ from dsh_persistence._errors import (
 from dsh_persistence._protocols import Access
 from dsh_session import SessionEvent, SessionHeader
 
-__all__ = ["SessionHandleBase"]
+__all__ = ["HandleIdentity", "SessionHandleBase"]
+
+
+class HandleIdentity(TypedDict):
+    """The keyword arguments of ``SessionHandleBase.__init__``, for a subclass to pass on
+    without listing them again: ``def __init__(self, ..., **identity: Unpack[HandleIdentity])``
+    then ``super().__init__(**identity)``."""
+
+    header: SessionHeader
+    inherited_event_count: int
+    access: Access
+    materialized: NotRequired[bool]
 
 
 class SessionHandleBase:
@@ -24,13 +35,18 @@ class SessionHandleBase:
     The identity (``id``, ``header``, ``inherited_event_count``, ``access``), ``materialized``,
     the async context manager, and ``close``: idempotent (a later call returns once the first
     one finished) and shielded from cancellation, marking the handle closed before it awaits
-    the subclass's ``_close()`` (drain, release ownership, ``_forget`` it in the backend).
+    the subclass's ``_close()`` (drain, release ownership), then dropping the handle from its
+    backend's books (the `PersistenceBase` that handed it out; nothing for a handle it never
+    handed out).
 
     A subclass calls ``super().__init__(header=..., inherited_event_count=..., access=...)``
-    and implements ``read``, ``append``, ``flush`` and ``_close`` (see `SessionHandle`). Its
-    checks: ``_check_open(operation)`` raises `SessionHandleClosedError` once the handle is
-    closed; ``_check_writable(operation)`` also `SessionReadOnlyError` on a read handle;
-    ``_check_served(...)`` refuses a read that returns less than this handle served before.
+    (or passes on ``**identity: Unpack[HandleIdentity]``) and implements ``read``, ``append``,
+    ``flush`` and ``_close`` (see `SessionHandle`). Its checks: ``_check_open(operation)``
+    raises `SessionHandleClosedError` once the handle is closed; ``_check_writable(operation)``
+    also `SessionReadOnlyError` on a read handle; ``_check_served(...)`` refuses a read that
+    returns less than this handle served before; ``_session_pending()`` tells whether its
+    session is a create of its backend with nothing written yet (a read then finds no stored
+    log, and that is no error).
     """
 
     _header: SessionHeader
@@ -54,6 +70,17 @@ class SessionHandleBase:
         self._closed = False
         self._close_task: asyncio.Future[None] | None = None
         self._served = 0  # how far reads of this handle reached: a later one never serves less
+        self._books: _Books | None = None  # set by the PersistenceBase that hands it out
+
+    def _bind(self, forget: Callable[[Any], None], is_pending: Callable[[str], bool]) -> None:
+        """Called by `PersistenceBase` as it hands the handle out: ``forget(handle)`` drops it
+        from the books once closed; ``is_pending(session_id)`` answers ``_session_pending``."""
+        self._books = _Books(forget, is_pending)
+
+    def _session_pending(self) -> bool:
+        """Whether this handle's session is a create of its backend with nothing written yet."""
+        books = self._books
+        return books is not None and books.is_pending(self.id)
 
     @property
     def id(self) -> str:
@@ -119,11 +146,19 @@ class SessionHandleBase:
         """Drain, release ownership. Idempotent and shielded from cancellation."""
         if self._close_task is None:
             self._closed = True
-            self._close_task = asyncio.ensure_future(self._close())
+            self._close_task = asyncio.ensure_future(self._close_and_forget())
         await asyncio.shield(self._close_task)
 
+    async def _close_and_forget(self) -> None:
+        try:
+            await self._close()
+        finally:
+            books = self._books
+            if books is not None:
+                books.forget(self)
+
     async def _close(self) -> None:
-        """The subclass's closing work, run once by ``close``."""
+        """The subclass's closing work, run once by ``close``: drain, release ownership."""
         raise NotImplementedError
 
     async def __aenter__(self) -> Self:
@@ -138,3 +173,13 @@ class SessionHandleBase:
     ) -> None:
         """Close the handle."""
         await self.close()
+
+
+class _Books:
+    """What a handle holds of the backend that handed it out."""
+
+    __slots__ = ("forget", "is_pending")
+
+    def __init__(self, forget: Callable[[Any], None], is_pending: Callable[[str], bool]) -> None:
+        self.forget = forget
+        self.is_pending = is_pending
