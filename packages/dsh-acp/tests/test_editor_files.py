@@ -49,14 +49,18 @@ def _capabilities(read: bool, write: bool) -> ClientCapabilities:
     return ClientCapabilities(fs=FileSystemCapabilities(read_text_file=read, write_text_file=write))
 
 
-@pytest.mark.parametrize(
-    ("read", "write"), [(True, True), (True, False), (False, True)], ids=["both", "read", "write"]
-)
-def test_the_halves_offered_are_the_halves_used(read: bool, write: bool) -> None:
-    files = editor_files(Client(), "s1", _capabilities(read, write))
+def test_an_editor_offering_both_halves_holds_the_files() -> None:
+    files = editor_files(Client(), "s1", _capabilities(True, True))
     assert isinstance(files, EditorFiles)
-    assert (files.reads, files.writes) == (read, write)
+    assert (files.reads, files.writes) == (True, True)
     assert files.name == "the editor"
+
+
+@pytest.mark.parametrize(("read", "write"), [(True, False), (False, True)], ids=["read", "write"])
+def test_an_editor_offering_one_half_leaves_the_files_on_the_disk(read: bool, write: bool) -> None:
+    """A version must be read where it is written: one half alone would make each edit on a
+    copy the next one never sees."""
+    assert editor_files(Client(), "s1", _capabilities(read, write)) is None
 
 
 def test_without_fs_capabilities_the_disk_is_used() -> None:

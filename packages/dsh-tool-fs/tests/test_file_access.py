@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,12 @@ class Buffers:
         self.hang = False
         self.started = asyncio.Event()
         self.cancelled = False
+        self.during: Any = None  # called with the path while a request is in flight
 
     async def _answer(self, kind: str, path: Path) -> None:
         self.requests.append((kind, str(path)))
+        if self.during is not None:
+            self.during(path)
         if self.fail is not None:
             raise self.fail
         if self.hang:
@@ -337,20 +341,24 @@ async def test_only_the_routed_session_goes_through_the_access(work: Path) -> No
     assert buffers.requests == [("read", str(target))]
 
 
-async def test_a_reading_only_access_checks_the_buffer_and_writes_the_disk(work: Path) -> None:
+@pytest.mark.parametrize(("reads", "writes"), [(True, False), (False, True)])
+async def test_an_access_offering_one_half_is_not_used_and_two_edits_both_land(
+    work: Path, reads: bool, writes: bool
+) -> None:
+    """A version must be read where it is written: with one half through the access, the
+    second edit would be made on a copy the first never reached (the first edit lost)."""
     target = work / "a.txt"
-    target.write_text("saved\n")
-    buffers = Buffers(writes=False)
-    buffers.texts[str(target)] = "saved\n"
+    target.write_text("x = 1\ny = 2\n")
+    buffers = Buffers(reads=reads, writes=writes)
+    buffers.texts[str(target)] = "x = 1\ny = 2\nz = 3\n"  # unsaved in the editor
     tools = routed(work, buffers)
     assert not (await tools.call("read", file_path="a.txt")).is_error
-    result = await tools.call("edit", file_path="a.txt", old_string="saved", new_string="edited")
-    assert not result.is_error, result.text
-    assert target.read_text() == "edited\n"
-    assert [kind for kind, _ in buffers.requests] == ["read", "read"]
-    seen = Observation.from_meta(result.meta)
-    assert seen is not None
-    assert not seen.content_only  # written to the disk: its file status is known
+    first = await tools.call("edit", file_path="a.txt", old_string="x = 1", new_string="x = 10")
+    assert not first.is_error, first.text
+    second = await tools.call("edit", file_path="a.txt", old_string="y = 2", new_string="y = 20")
+    assert not second.is_error, second.text
+    assert target.read_text() == "x = 10\ny = 20\n"
+    assert buffers.requests == []
 
 
 async def test_a_resumed_session_keeps_content_only_versions_from_its_log(work: Path) -> None:
@@ -395,3 +403,67 @@ def test_routes_are_per_session_and_disposable() -> None:
 def test_the_access_timeout_is_a_positive_finite_number(seconds: Any) -> None:
     with pytest.raises(ValueError, match="access_timeout"):
         FileTools(access_timeout=seconds)
+
+
+async def test_a_link_swapped_in_while_the_editor_reads_refuses_the_call(tmp_path: Path) -> None:
+    """The editor opens by name and follows links: a folder swapped for a link to a denied
+    one while the request runs is seen afterwards, and the text it gave is not shown."""
+    work, secret = tmp_path / "work", tmp_path / "secret"
+    (work / "d").mkdir(parents=True)
+    secret.mkdir()
+    (work / "d" / "key").write_text("harmless\n")
+    (secret / "key").write_text("PRIVATE KEY\n")
+    buffers = Buffers()
+    buffers.texts[str(work / "d" / "key")] = "PRIVATE KEY\n"  # what a link-following open reads
+
+    def swap(path: Path) -> None:
+        (work / "d" / "key").unlink()
+        (work / "d").rmdir()
+        (work / "d").symlink_to(secret)
+
+    buffers.during = swap
+    policy = SandboxPolicy(mode="workspace-write", workspace=work, denied_paths=(secret,))
+    result = await routed(work, buffers, policy).call("read", file_path="d/key")
+    assert code(result) == "FS_SANDBOX_DENIED", result.text
+    assert "changed while this call used it" in result.text
+    assert "PRIVATE KEY" not in result.text
+
+
+async def test_a_link_swapped_in_during_an_edit_sends_no_write(tmp_path: Path) -> None:
+    """An edit reads the buffer again before it writes: a folder swapped for a link outside
+    the workspace during that read refuses the call before any write goes out."""
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    (work / "d").mkdir(parents=True)
+    outside.mkdir()
+    (work / "d" / "a.txt").write_text("x = 1\n")
+    (outside / "a.txt").write_text("x = 1\n")
+    buffers = Buffers()
+    buffers.texts[str(work / "d" / "a.txt")] = "x = 1\n"
+    tools = routed(work, buffers, SandboxPolicy(mode="workspace-write", workspace=work))
+    assert not (await tools.call("read", file_path="d/a.txt")).is_error
+
+    def swap(path: Path) -> None:
+        buffers.during = None
+        (work / "d" / "a.txt").unlink()
+        (work / "d").rmdir()
+        (work / "d").symlink_to(outside)
+
+    buffers.during = swap
+    result = await tools.call("edit", file_path="d/a.txt", old_string="x = 1", new_string="x = 2")
+    assert code(result) == "FS_SANDBOX_DENIED", result.text
+    assert [kind for kind, _ in buffers.requests] == ["read", "read"]  # no write went out
+    assert (outside / "a.txt").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+async def test_a_path_that_is_not_a_regular_file_is_never_sent(work: Path, kind: str) -> None:
+    target = work / "odd"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    buffers = Buffers()
+    tools = routed(work, buffers)
+    result = await tools.call("read", file_path="odd")
+    assert code(result) == "FS_NOT_A_FILE", result.text
+    assert buffers.requests == []

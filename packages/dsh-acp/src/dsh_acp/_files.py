@@ -110,11 +110,13 @@ class EditorFiles:
 def editor_files(
     client: FsClient, session_id: str, capabilities: ClientCapabilities
 ) -> EditorFiles | None:
-    """The files of ``session_id`` through the editor when its capabilities offer
-    ``fs.readTextFile`` or ``fs.writeTextFile`` (``None``: the disk, as without an editor)."""
+    """The files of ``session_id`` through the editor when its capabilities offer both
+    ``fs.readTextFile`` and ``fs.writeTextFile`` (``None``: the disk, as without an editor; an
+    editor that offers one half only is not used, since a version must be read where it is
+    written)."""
     fs = capabilities.fs
     reads = bool(fs is not None and fs.read_text_file)
     writes = bool(fs is not None and fs.write_text_file)
-    if not (reads or writes):
+    if not (reads and writes):
         return None
     return EditorFiles(client, session_id, reads=reads, writes=writes)

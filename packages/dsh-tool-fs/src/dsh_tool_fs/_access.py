@@ -12,16 +12,26 @@ access answers is untrusted: a text over `WHOLE_FILE_BYTES` (the largest file th
 whole) is refused, every request is bounded in time (``access_timeout``), cancelling the call
 cancels the request, and a failure of any kind fails that call with `FileAccessError` naming
 the path (the turn goes on).
+
+An access opens files by name and follows links, which the disk path never does (it opens with
+``O_NOFOLLOW`` and checks the descriptor). So right before and right after each request the
+path is resolved again (`still_in_place`): a component swapped for a link since the check (a
+model's background command can make links inside its workspace) refuses the call, and an
+existing path that is not a regular file (a FIFO, a device, a directory) is never sent. A swap
+that lands in the moment between the last check and the editor's own open cannot be seen from
+here; the check after the request still refuses the call, so the model is told.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from dsh_tool_fs._errors import FsToolError
+from dsh_tool_fs._errors import FsToolError, SandboxDeniedError
 from dsh_tools import Disposer, ToolExecution
 
 __all__ = [
@@ -29,6 +39,7 @@ __all__ = [
     "FileAccess",
     "FileAccessError",
     "FileAccessRoutes",
+    "still_in_place",
     "through_access",
 ]
 
@@ -43,8 +54,10 @@ _DETAIL_CHARS = 300
 
 class FileAccess(Protocol):
     """Where one session's text files are read and written instead of the local disk (an
-    editor's buffers). ``reads`` / ``writes`` say which half it offers: the other half stays
-    on the disk. ``name`` says who answers, in error messages (``"the editor"``).
+    editor's buffers). ``reads`` / ``writes`` say which halves it offers: the tools use it only
+    when it offers both (a version must be read where it is written, or one edit would be made
+    on a copy the next one never sees), else the session stays on the disk. ``name`` says who
+    answers, in error messages (``"the editor"``).
 
     ``path`` is always absolute and already checked by the session's sandbox. ``read_text``
     returns the file's whole current text; ``write_text`` replaces it whole. Either raises
@@ -57,12 +70,12 @@ class FileAccess(Protocol):
 
     @property
     def reads(self) -> bool:
-        """Whether ``read_text`` may be used (else reads go to the disk)."""
+        """Whether ``read_text`` is offered."""
         ...
 
     @property
     def writes(self) -> bool:
-        """Whether ``write_text`` may be used (else writes go to the disk)."""
+        """Whether ``write_text`` is offered."""
         ...
 
     async def read_text(self, path: Path) -> str:
@@ -104,6 +117,35 @@ class FileAccessRoutes:
         """The access of ``execution``'s session (``None``: the local disk)."""
         session_id = execution.session_id
         return self._routes.get(session_id) if session_id is not None else None
+
+
+def still_in_place(path: Path, *, missing_ok: bool) -> None:
+    """Refuse ``path`` (resolved and checked when the call began) unless it still resolves to
+    itself (`SandboxDeniedError`: a link was swapped in) and, when it exists, is a regular file
+    (``FS_NOT_A_FILE``); a missing one is ``FS_NOT_FOUND`` unless ``missing_ok``."""
+    shown = str(path)
+    actual = os.path.realpath(path)
+    if actual != shown:
+        raise SandboxDeniedError(
+            f"{shown} changed while this call used it (it now leads to {actual}); refused",
+            path=shown,
+        )
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise FsToolError(f"{shown} does not exist", code="FS_NOT_FOUND", path=shown) from None
+    except OSError as error:
+        raise FsToolError(
+            f"{shown} cannot be read: {error.strerror or error}", code="FS_IO", path=shown
+        ) from None
+    if stat.S_ISDIR(status.st_mode):
+        raise FsToolError(
+            f"{shown} is a directory; use glob to list it", code="FS_NOT_A_FILE", path=shown
+        )
+    if not stat.S_ISREG(status.st_mode):
+        raise FsToolError(f"{shown} is not a regular file", code="FS_NOT_A_FILE", path=shown)
 
 
 def _one_line(error: BaseException) -> str:

@@ -82,9 +82,10 @@ class FileTool(ToolDefinition[Any]):
         return path
 
     def access(self, execution: ToolExecution) -> FileAccess | None:
-        """The `FileAccess` ``execution``'s session goes through (``None``: the local disk)."""
+        """The `FileAccess` ``execution``'s session goes through (``None``: the local disk, also
+        for an access that does not offer both reading and writing)."""
         access = self.settings.accesses.get(execution)
-        return access if access is not None and (access.reads or access.writes) else None
+        return access if access is not None and access.reads and access.writes else None
 
     def approval_reason(self, args: Any, execution: ToolExecution) -> str | None:
         """An escalated call needs approval; one that does not widen is refused."""

@@ -14,7 +14,7 @@ from typing import Annotated, Any, BinaryIO
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from dsh_llm import ImageBlock, TextBlock
-from dsh_tool_fs._access import FileAccess, FileAccessError, through_access
+from dsh_tool_fs._access import FileAccess, FileAccessError, still_in_place, through_access
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
 from dsh_tool_fs._errors import FsToolError, NotTextError
@@ -271,7 +271,7 @@ class ReadTool(FileTool):
         `FileAccess` when it reads (images always from the disk)."""
         path = self.target(args, execution, args.file_path, "read", "file_path")
         access = self.access(execution)
-        if access is not None and access.reads and path.suffix.lower() not in _IMAGE_SUFFIXES:
+        if access is not None and path.suffix.lower() not in _IMAGE_SUFFIXES:
             return await self._read_through(access, args, execution, path)
         stop = threading.Event()
         try:
@@ -284,9 +284,11 @@ class ReadTool(FileTool):
         self, access: FileAccess, args: Any, execution: ToolExecution, path: Path
     ) -> ToolResult:
         shown = str(path)
+        still_in_place(path, missing_ok=True)  # the editor may hold a buffer not yet saved
         text = await through_access(
             access, "read", path, access.read_text(path), self.settings.access_timeout
         )
+        still_in_place(path, missing_ok=True)  # what was read is what was checked
         # up to 16 MiB to encode, split and hash: off the event loop, as the disk path
         data, rendered = await asyncio.to_thread(self._render_text, access, args, path, text)
         observation = Observation.of_content(shown, data)

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from dsh_tool_fs._access import FileAccess, through_access
+from dsh_tool_fs._access import FileAccess, still_in_place, through_access
 from dsh_tool_fs._atomic import write_atomic
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
@@ -160,16 +160,17 @@ def store_text(
 async def current_version(
     tool: FileTool, access: FileAccess, execution: ToolExecution, path: Path
 ) -> tuple[os.stat_result | None, bytes | None] | None:
-    """The current version of ``path`` for a session that goes through ``access``: when it
-    reads, the text it holds (status ``None``) once the session has seen the file, else what
-    the disk holds (``None``: no file; a file the session never saw is left to
-    ``require_current`` to refuse, without asking the access anything); when it does not read,
-    the disk's version (`current_file`)."""
+    """The current version of ``path`` for a session that goes through ``access``: the text it
+    holds (status ``None``) once the session has seen the file, else what the disk holds
+    (``None``: no file; a file the session never saw is left to ``require_current`` to refuse,
+    without asking the access anything)."""
     shown = str(path)
-    if access.reads and tool.settings.observations.get(execution, shown) is not None:
+    if tool.settings.observations.get(execution, shown) is not None:
+        still_in_place(path, missing_ok=True)
         text = await through_access(
             access, "read", path, access.read_text(path), tool.settings.access_timeout
         )
+        still_in_place(path, missing_ok=True)
         return None, accessed_bytes(access, path, text)
     return await asyncio.to_thread(current_file, path)
 
@@ -182,22 +183,15 @@ async def store_version(
     data: bytes,
     message: str,
 ) -> ToolResult:
-    """Write ``data`` through ``access`` when it writes (the disk is not touched), else to the
-    disk as `store_text` does; record what the session now knows and answer ``message``."""
+    """Write ``data`` through ``access`` (the disk is not touched); record what the session
+    now knows and answer ``message``."""
     shown = str(path)
-    if not access.writes:
-        return await asyncio.to_thread(_store_on_disk, tool, execution, path, data, message)
     text = data.decode("utf-8", errors="surrogatepass")
+    still_in_place(path, missing_ok=True)
     await through_access(
         access, "written", path, access.write_text(path, text), tool.settings.access_timeout
     )
+    still_in_place(path, missing_ok=True)  # a swap during the write refuses the call, told
     observation = Observation.of_content(shown, data)
     tool.settings.observations.record(execution, observation)
     return ToolResult.ok(message, meta={OBSERVED_META_KEY: observation.to_meta()})
-
-
-def _store_on_disk(
-    tool: FileTool, execution: ToolExecution, path: Path, data: bytes, message: str
-) -> ToolResult:
-    existing = current_file(path)
-    return store_text(tool, execution, path, data, existing[0] if existing else None, message)
