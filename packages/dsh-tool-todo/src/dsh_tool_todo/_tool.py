@@ -24,16 +24,16 @@ TOOL_NAME = "todo_write"
 """The name the model calls the tool by."""
 
 _HEAD = (
-    "Keep a task list for multi-step work and show the user your progress. Every call sends "
-    "the WHOLE list, which replaces the previous one. Before starting, add one short imperative "
-    "item per step; mark an item completed as soon as it is done. "
+    "Track multi-step work as a task list the user sees. Send the WHOLE list each call; it "
+    "replaces the last one. Before starting, add one short step per item; mark each completed "
+    "as soon as it is done. "
 )
 _SINGLE = "Keep exactly one item in_progress while work remains. "
 _PARALLEL = (
-    "Mark in_progress every item being worked on now: several only while work really runs in "
-    "parallel (subagents, background commands). "
+    "Mark in_progress what you are working on now (several only for work running in parallel: "
+    "background jobs, subagents). "
 )
-_TAIL = "Skip the list for one-step tasks."
+_TAIL = "Skip it for one-step tasks."
 
 
 class TodoWriteArgs(BaseModel):
@@ -131,7 +131,7 @@ class TodoWriteTool(ToolDefinition[TodoWriteArgs]):
         item: dict[str, JsonValue] = {
             "type": "object",
             "properties": {
-                "content": {"type": "string", "description": "One short imperative line."},
+                "content": {"type": "string", "description": "A short imperative line."},
                 "status": {"type": "string", "enum": list(TODO_STATUSES)},
             },
             "required": ["content", "status"],
@@ -142,7 +142,7 @@ class TodoWriteTool(ToolDefinition[TodoWriteArgs]):
             "properties": {
                 "todos": {
                     "type": "array",
-                    "description": "The complete list, in order; it replaces the previous one.",
+                    "description": "The complete list, in order.",
                     "items": item,
                 }
             },
