@@ -53,6 +53,7 @@ IMPLEMENTATIONS = frozenset(
         "dsh-compaction",
         "dsh-tool-fs",
         "dsh-tool-mcp",
+        "dsh-tool-todo",
     }
 )
 COMPOSITION = frozenset({"dsh-agent-core"})

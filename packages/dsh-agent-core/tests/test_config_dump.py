@@ -74,6 +74,9 @@ tools = ["read", "grep"]
 model = "deepseek"
 [presets."two words"]
 model = "openai:gpt-6-sol"
+[todo]
+enabled = true
+allow_parallel_in_progress = false
 [sandbox]
 mode = "read-only"
 writable_roots = ["~/scratch"]
@@ -93,6 +96,8 @@ compression = "none"
 root = "logs"
 [profiles.plain.sandbox]
 approval = "never"
+[profiles.plain.todo]
+enabled = false
 """
 
 CONFIGS = {
@@ -222,3 +227,15 @@ def test_the_dump_shows_the_resolved_location_and_writes_the_configured_one(
     default, _ = _loaded(tmp_path, "", None)
     dumped = config_toml(default.as_written(), default.dump())
     assert f'# root = "{tmp_path / "home" / "sessions-plain"}"' in dumped.splitlines()
+
+
+def test_an_unset_todo_enabled_stays_unset_through_the_dump(tmp_path: Path) -> None:
+    """Unset, ``[todo] enabled`` means "where plans are shown": the dump says so in a comment
+    and writes nothing a reload would read as a choice."""
+    config, env = _loaded(tmp_path, "", None)
+    dumped = config_toml(config.as_written(), config.dump())
+    assert "# enabled is not set" in dumped.split("[todo]")[1].split("[")[0]
+    reloaded = _reloaded(tmp_path, dumped, env)
+    assert reloaded.todo.enabled is None
+    assert reloaded.todo.offered(shows_plans=True)
+    assert not reloaded.todo.offered(shows_plans=False)

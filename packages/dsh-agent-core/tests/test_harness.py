@@ -362,9 +362,11 @@ def test_a_tool_name_offered_twice_is_refused_naming_it(tmp_path: Path, tools: l
 
 
 async def test_the_built_in_tool_names_are_what_the_harness_offers(tmp_path: Path) -> None:
-    from dsh_agent_core._harness import BUILT_IN_TOOL_NAMES
+    from dsh_agent_core._harness import BUILT_IN_TOOL_NAMES, DEFAULT_TOOL_NAMES
 
     async with compose(configured(tmp_path)) as harness:
+        assert tuple(harness.tool_names()) == DEFAULT_TOOL_NAMES
+    async with compose(configured(tmp_path, "[todo]\nenabled = true\n")) as harness:
         assert tuple(harness.tool_names()) == BUILT_IN_TOOL_NAMES
 
 

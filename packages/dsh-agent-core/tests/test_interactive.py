@@ -482,3 +482,30 @@ def test_long_reasoning_is_collapsed_and_ctrl_o_shows_it_whole(
     screen_of.keys("C-o")
     screen = screen_of.wait_for("thought number 12")
     assert "reasoning:" in screen
+
+
+def test_an_enabled_todo_write_shows_the_plan_under_its_call(
+    dsh: Dsh, model_server: LoopbackModel, terminal: Callable[..., Terminal]
+) -> None:
+    dsh.configure(model_server, "[todo]\nenabled = true\n")
+    todos = [
+        {"content": "Read the failing test", "status": "completed"},
+        {"content": "Fix the \x1b[31mparser", "status": "in_progress"},
+        {"content": "Run the suite", "status": "pending"},
+    ]
+    model_server.scripts = [
+        _tool_call(model_server, "todo_write", {"todos": todos}),
+        model_server.text_answer("Planned."),
+    ]
+    screen_of = terminal()
+    screen_of.wait_for("/help for commands")
+    screen_of.send("plan the fix")
+    screen = screen_of.wait_for("Planned.")
+    assert "todo_write: 3 tasks" in screen
+    assert "✔ Read the failing test" in screen
+    assert "▶ Fix the \\x1b[31mparser" in screen  # shown, never interpreted
+    assert "□ Run the suite" in screen
+    assert "Task list updated: 3 tasks" in screen
+    events = _log(dsh, _session_of(screen))
+    _only_v0_types(events)
+    assert "todo/write" in _types(events)

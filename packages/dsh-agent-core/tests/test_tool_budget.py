@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from dsh_agent_core import Config, compose, load_config
-from dsh_agent_core._harness import BUILT_IN_TOOL_NAMES
+from dsh_agent_core._harness import DEFAULT_TOOL_NAMES
 
 TOOL_SCHEMA_BUDGET = 9_650
 """Characters the default tool set's ``tools`` array may take (compact JSON): the measured
@@ -111,8 +111,10 @@ def size(tools: list[dict[str, Any]]) -> int:
     return len(json.dumps(tools, ensure_ascii=False, separators=(",", ":")))
 
 
-async def say_hi(config: Config, cwd: Path, preset: str | None = None) -> None:
-    async with compose(config) as harness:
+async def say_hi(
+    config: Config, cwd: Path, preset: str | None = None, *, shows_plans: bool = False
+) -> None:
+    async with compose(config, shows_plans=shows_plans) as harness:
         agent = await harness.create("Say hi", model="local:m", preset=preset, cwd=cwd)
         await agent.wait_idle()
 
@@ -124,7 +126,7 @@ async def test_the_default_tool_set_stays_under_its_character_budget(
     built-in tools; the budget is that plus about 10% (`TOOL_SCHEMA_BUDGET`)."""
     await say_hi(configured(tmp_path, server), tmp_path)
     tools = server.only_tools()
-    assert tuple(t["function"]["name"] for t in tools) == BUILT_IN_TOOL_NAMES
+    assert tuple(t["function"]["name"] for t in tools) == DEFAULT_TOOL_NAMES
     assert all(t["function"]["description"] for t in tools)
     assert size(tools) < TOOL_SCHEMA_BUDGET, f"{size(tools)} characters of tool schemas"
 
@@ -137,3 +139,18 @@ async def test_a_preset_listing_read_and_bash_sends_only_those(
     tools = server.only_tools()
     assert [t["function"]["name"] for t in tools] == ["bash", "read"]
     assert size(tools) < 3_000
+
+
+TODO_SCHEMA_BUDGET = 900
+"""Characters ``todo_write`` adds where it is offered (``dsh acp``, or ``[todo] enabled``):
+measured 821 with the default parallel wording (757 with ``allow_parallel_in_progress =
+false``) plus about 10%."""
+
+
+async def test_todo_write_adds_at_most_its_own_budget_where_plans_are_shown(
+    tmp_path: Path, server: RecordingServer
+) -> None:
+    await say_hi(configured(tmp_path, server), tmp_path, shows_plans=True)
+    tools = server.only_tools()
+    assert tuple(t["function"]["name"] for t in tools) == (*DEFAULT_TOOL_NAMES, "todo_write")
+    assert size(tools[-1:]) < TODO_SCHEMA_BUDGET, f"{size(tools[-1:])} characters"

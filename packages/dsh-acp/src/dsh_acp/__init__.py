@@ -6,7 +6,8 @@ dsh session: the same log, the same ``dsh sessions`` commands, resumable from a 
 
 - `DshAcpAgent`: ``initialize``, ``session/new``, ``session/load`` (with its history replayed),
   ``session/prompt`` (streamed: message and thought chunks, tool calls with their kind, title,
-  status, locations and content), ``session/cancel``, ``session/set_mode`` (the sandbox modes,
+  status, locations and content; the model's task list as the plan, `plan_update`),
+  ``session/cancel``, ``session/set_mode`` (the sandbox modes,
   `SESSION_MODES`), ``session/set_config_option`` (the `MODEL_OPTION`, `model_option`: the
   session's route, switched as the terminal's ``/model`` does).
 - MCP servers the editor passes (`client_mcp_tables`, at most `MAX_CLIENT_MCP_SERVERS`): started
@@ -43,6 +44,7 @@ from dsh_acp._errors import (
 )
 from dsh_acp._files import EditorFileError, EditorFiles, editor_files
 from dsh_acp._model_select import MODEL_OPTION, model_option
+from dsh_acp._plans import PLAN_PRIORITY, PlanUpdates, plan_update
 from dsh_acp._prompt import (
     IMAGE_TYPES,
     MAX_IMAGE_BYTES,
@@ -66,6 +68,7 @@ __all__ = [
     "MODEL_OPTION",
     "OUTPUT_TAIL_CHARS",
     "PERMISSION_OPTIONS",
+    "PLAN_PRIORITY",
     "REJECT",
     "SESSION_MODES",
     "TITLE_CHARS",
@@ -77,6 +80,7 @@ __all__ = [
     "EditorFileError",
     "EditorFiles",
     "ImagesNotTakenError",
+    "PlanUpdates",
     "PromptContentError",
     "SessionBusyError",
     "UnknownConfigOptionError",
@@ -88,6 +92,7 @@ __all__ = [
     "client_mcp_tables",
     "editor_files",
     "model_option",
+    "plan_update",
     "prompt_message",
     "prompt_text",
     "serve_stdio",

@@ -50,6 +50,7 @@ _KINDS: Mapping[str, ToolKind] = {
     "edit": "edit",
     "glob": "search",
     "grep": "search",
+    "todo_write": "think",
 }
 
 
@@ -123,6 +124,8 @@ def call_view(name: str, arguments: object, cwd: str | None) -> CallView:
         title = one_line(f"{name} {pattern}{where}")
         if absolute is not None:
             locations.append(ToolCallLocation(path=absolute))
+    elif name == "todo_write":
+        title = "Update the plan"  # the list itself arrives as the plan update
     else:
         title = one_line(name)
     return CallView(title, kind, locations, content, args)

@@ -20,8 +20,9 @@ async def serve_stdio(config: Config, *, model: str | None = None) -> None:
     SIGTERM/SIGHUP): the harness ``config`` composes, sessions of ``model`` (default: the
     config's). When the editor goes away mid-turn, the turn is cancelled and every log is
     closed balanced, as on any other cancel. Standard output carries the protocol only; warnings
-    go to standard error."""
-    async with shutdown_on_signals(compose(config)) as harness:
+    go to standard error. The editor shows the model's task list as the ACP plan, so its
+    sessions are offered ``todo_write`` unless the config's ``[todo] enabled = false``."""
+    async with shutdown_on_signals(compose(config, shows_plans=True)) as harness:
         agent = DshAcpAgent(harness, model=model)
         try:
             # the SDK's Agent protocol lists every method ACP has; its router answers "method

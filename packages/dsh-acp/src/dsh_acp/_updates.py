@@ -5,7 +5,8 @@ message and thought chunks, a ``tool/call`` as a tool call (pending, with its ki
 locations and, for an edit or a write, its diff), an allowed approval or the first output as
 in progress, the ``tool/result`` as completed or failed with its output. Replaying a stored log
 (``session/load``) reads the finished messages instead of the chunks, and the user's prompts
-(their text, then the images they carried).
+(their text, then the images they carried). A ``todo/write`` is the editor's plan
+(`dsh_acp._plans`): live as it is written, the standing one on replay.
 `UpdateStream` sends them to the editor in order, one at a time, from a queue the synchronous
 session subscriber feeds."""
 
@@ -29,6 +30,7 @@ from acp import (
 )
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     ToolCallProgress,
     ToolCallStart,
@@ -36,6 +38,7 @@ from acp.schema import (
 )
 
 from dsh_acp._calls import OUTPUT_TAIL_CHARS, CallContent, call_view, output_content
+from dsh_acp._plans import PlanUpdates
 from dsh_session import SessionEvent, message_parts
 
 __all__ = ["SessionUpdate", "UpdateSink", "UpdateStream", "UpdateTranslator", "result_text"]
@@ -43,7 +46,12 @@ __all__ = ["SessionUpdate", "UpdateSink", "UpdateStream", "UpdateTranslator", "r
 _log = logging.getLogger("dsh_acp")
 
 SessionUpdate = (
-    UserMessageChunk | AgentMessageChunk | AgentThoughtChunk | ToolCallStart | ToolCallProgress
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AgentPlanUpdate
 )
 """An update this agent sends."""
 
@@ -89,6 +97,7 @@ class UpdateTranslator:
         self._calls: dict[str, _Call] = {}
         self._approvals: dict[str, str] = {}  # approval id -> call id
         self._streamed = False  # this step streamed chunks (else the message says it all)
+        self._plans = PlanUpdates()
         self.last_reason: Any = None
         """The ``reason`` of the last ``turn/end`` seen."""
 
@@ -98,6 +107,8 @@ class UpdateTranslator:
         """What ``event`` adds while a turn runs."""
         data: Any = event.data if isinstance(event.data, dict) else {}
         kind = event.type
+        if kind in ("todo/write", "turn/start"):
+            return list(self._plans.live(event))
         if kind == "step/start":
             self._streamed = False
         elif kind == "assistant/chunk":
@@ -201,7 +212,9 @@ class UpdateTranslator:
 
     def replay(self, events: Iterable[SessionEvent]) -> list[SessionUpdate]:
         """The updates that show a stored log's conversation: each user prompt, each
-        answer (reasoning, then text), each tool call with its result."""
+        answer (reasoning, then text), each tool call with its result; then the plan still
+        standing, if one does."""
+        events = list(events)
         updates: list[SessionUpdate] = []
         for event in events:
             if event.type == "user/message":
@@ -219,6 +232,7 @@ class UpdateTranslator:
                 updates.append(self._start(event.data))
             elif event.type == "tool/result" and isinstance(event.data, dict):
                 updates.extend(self._result(event.data))
+        updates.extend(self._plans.replay(events))
         return updates
 
 

@@ -23,6 +23,9 @@ command.
 - ``switch_model``, ``offered_routes``, ``route_of``: a session's route switched as the
   terminal's ``/model`` does, the routes a session may switch to; ``log_command_run``,
   ``log_command_done``: an operator command logged as the terminal logs its slash commands.
+- ``TodoConfig`` (``[todo]``): the ``todo_write`` tool, offered where the front end shows plans
+  (``compose(config, shows_plans=True)``, as ``dsh acp`` does) or where the config enables it;
+  ``standing_plan``, ``fold_plan``, ``todos_of``, ``TodoItem``: the task list a display shows.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
         ProviderConfig,
         SkillsConfig,
         SystemPrompt,
+        TodoConfig,
         load_config,
         parse_route,
         split_route,
@@ -114,6 +118,7 @@ if TYPE_CHECKING:
         PostgresLocation,
         SqliteLocation,
     )
+    from dsh_agent_core._plans import TodoItem, TodoStatus, fold_plan, standing_plan, todos_of
     from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
     from dsh_agent_core._session_mcp import (
         McpServerNameError,
@@ -196,6 +201,9 @@ __all__ = [
     "SqliteLocation",
     "SystemPrompt",
     "SystemPromptSource",
+    "TodoConfig",
+    "TodoItem",
+    "TodoStatus",
     "UnknownPresetError",
     "WindowDiscovery",
     "build_persistence",
@@ -205,6 +213,7 @@ __all__ = [
     "discover_skills",
     "extra_installed",
     "fallback_title",
+    "fold_plan",
     "grant_kind",
     "instruction_files",
     "interrupted_child_notice",
@@ -222,7 +231,9 @@ __all__ = [
     "route_of",
     "shutdown_on_signals",
     "split_route",
+    "standing_plan",
     "switch_model",
+    "todos_of",
 ]
 
 # Every name is imported from its module when first asked for (PEP 562): importing the package,
@@ -252,6 +263,12 @@ _HOMES: dict[str, str] = {
     "EnvRef": "_config",
     "SkillsConfig": "_config",
     "SystemPrompt": "_config",
+    "TodoConfig": "_config",
+    "TodoItem": "_plans",
+    "TodoStatus": "_plans",
+    "fold_plan": "_plans",
+    "standing_plan": "_plans",
+    "todos_of": "_plans",
     "load_config": "_config",
     "parse_route": "_config",
     "split_route": "_config",

@@ -49,6 +49,7 @@ __all__ = [
     "SandboxConfig",
     "SkillsConfig",
     "SystemPrompt",
+    "TodoConfig",
     "load_config",
     "parse_route",
     "split_route",
@@ -325,6 +326,27 @@ class BashConfig(BaseModel):
     background: bool = True
 
 
+class TodoConfig(BaseModel):
+    """The ``todo_write`` tool (dsh-tool-todo): the model's task list, logged as ``todo/write``.
+
+    ``enabled``: ``true`` offers it to every agent, ``false`` to none; unset (the default), it is
+    offered where the front end shows plans (``dsh acp``: the editor shows it as the ACP plan)
+    and not in the terminal or ``dsh run``, where a list nobody sees would only cost every
+    request its schema. ``allow_parallel_in_progress``: several tasks may be ``in_progress`` at
+    once (dsh runs work in parallel: background jobs, ``session_create`` children); ``false``
+    keeps the model to exactly one."""
+
+    model_config = _STRICT
+
+    enabled: bool | None = None
+    allow_parallel_in_progress: bool = True
+
+    def offered(self, *, shows_plans: bool) -> bool:
+        """Whether agents get ``todo_write``: ``enabled`` when set, else ``shows_plans`` (the
+        front end composing the harness shows the plan)."""
+        return self.enabled if self.enabled is not None else shows_plans
+
+
 class SandboxConfig(BaseModel):
     """Where model commands may write and whether the user is asked before widening that.
 
@@ -382,6 +404,9 @@ class Config(BaseModel):
     instructions: InstructionsConfig = Field(default_factory=InstructionsConfig)
     """``[instructions]``: the ``AGENTS.md`` files offered in the session prefix."""
     bash: BashConfig = Field(default_factory=BashConfig)
+    todo: TodoConfig = Field(default_factory=TodoConfig)
+    """``[todo]``: the ``todo_write`` tool (off in the terminal, on under ``dsh acp``, unless
+    ``enabled`` says otherwise)."""
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     """``[compaction]``: when and how sessions are compacted (``dsh_compaction``'s keys)."""

@@ -49,7 +49,13 @@ from dsh_agent_core._skills import SkillCatalog
 from dsh_agent_core._status import SessionStatusRow
 from dsh_agent_core._status_rows import SessionRows
 from dsh_agent_core._titles import FallbackTitles
-from dsh_agent_core._tool_sets import BUILT_IN_TOOL_NAMES, PresetLoops, own_tools
+from dsh_agent_core._tool_sets import (
+    BUILT_IN_TOOL_NAMES,
+    DEFAULT_TOOL_NAMES,
+    OPT_IN_TOOL_NAMES,
+    PresetLoops,
+    own_tools,
+)
 from dsh_agent_core._workspace_pins import WorkspacePins
 from dsh_agent_loop import AgentLoop, LoopAgent, ResumeOptionsError
 from dsh_bash_local import LocalBashConfig, LocalBashExecutor
@@ -62,10 +68,13 @@ from dsh_session import SessionEvent, SessionHeader
 from dsh_shell import SandboxMode, WorkspacePin
 from dsh_tool_bash import BashTool, Job, JobRegistry, ShellEnvRegistry, job_tools
 from dsh_tool_fs import FileTools
+from dsh_tool_todo import TodoWriteTool
 from dsh_tools import ResultSpill, ToolDefinition
 
 __all__ = [
     "BUILT_IN_TOOL_NAMES",
+    "DEFAULT_TOOL_NAMES",
+    "OPT_IN_TOOL_NAMES",
     "Harness",
     "build_persistence",
     "compose",
@@ -93,6 +102,7 @@ class Harness:
         models: Mapping[str, Model] | None = None,
         env: Mapping[str, str] | None = None,
         tools: Sequence[ToolDefinition[Any]] = (),
+        shows_plans: bool = False,
     ) -> None:
         application_tools = own_tools(tools)  # refused before anything is built or opened
         config.mcp.require_extra()  # as is an MCP server without the [mcp] extra
@@ -175,6 +185,13 @@ class Harness:
             SessionCreateTool(self),
             SessionResultTool(self),
         ]
+        # the model's task list: offered where someone sees it (see TodoConfig)
+        self.offers_todo = config.todo.offered(shows_plans=shows_plans)
+        """Whether agents get ``todo_write`` (``[todo] enabled``, else the front end's
+        ``shows_plans``)."""
+        if self.offers_todo:
+            allow_parallel = config.todo.allow_parallel_in_progress
+            session_tools.append(TodoWriteTool(allow_parallel_in_progress=allow_parallel))
         self._loops = PresetLoops(
             config,
             tools=[*built_in, *session_tools, *application_tools],
@@ -485,6 +502,7 @@ def compose(
     models: Mapping[str, Model] | None = None,
     env: Mapping[str, str] | None = None,
     tools: Sequence[ToolDefinition[Any]] = (),
+    shows_plans: bool = False,
 ) -> Harness:
     """Build every part from ``config`` (the DSH home resolved once and routed to the bash
     tool's ``DSH_HOME``, to the project instructions and to skill discovery). ``models`` adds
@@ -493,5 +511,9 @@ def compose(
     preset's ``tools`` list picks among all of them by name; the registry's hooks, the result
     spill and the configured command hooks apply to them too). Raises ``HomeConflictError``
     when ``dsh_home`` and ``skills.local.dsh_home`` resolve to different directories, and
-    ``DshError`` when a tool's name is already offered."""
-    return Harness(config, models=models, env=env, tools=tools)
+    ``DshError`` when a tool's name is already offered.
+
+    ``shows_plans`` says the front end shows the model's task list (``dsh acp`` sends it to the
+    editor as the ACP plan): agents then get ``todo_write`` unless ``[todo] enabled = false``;
+    without it (the terminal, ``dsh run``) only ``[todo] enabled = true`` offers it."""
+    return Harness(config, models=models, env=env, tools=tools, shows_plans=shows_plans)

@@ -20,7 +20,13 @@ from dsh_llm import Model
 from dsh_persistence import SessionPersistence
 from dsh_tools import DuplicateToolError, ResultSpill, ToolDefinition, ToolRegistry
 
-__all__ = ["BUILT_IN_TOOL_NAMES", "PresetLoops", "own_tools"]
+__all__ = [
+    "BUILT_IN_TOOL_NAMES",
+    "DEFAULT_TOOL_NAMES",
+    "OPT_IN_TOOL_NAMES",
+    "PresetLoops",
+    "own_tools",
+]
 
 BUILT_IN_TOOL_NAMES = (
     "bash",
@@ -35,8 +41,17 @@ BUILT_IN_TOOL_NAMES = (
     "session_status",
     "session_create",
     "session_result",
+    "todo_write",
 )
 """Every tool the harness itself may offer (a test keeps this list true)."""
+
+OPT_IN_TOOL_NAMES = ("todo_write",)
+"""The built-in tools offered only when the configuration or the front end asks for them
+(``todo_write``: `TodoConfig`)."""
+
+DEFAULT_TOOL_NAMES = tuple(name for name in BUILT_IN_TOOL_NAMES if name not in OPT_IN_TOOL_NAMES)
+"""The tools the harness offers with the default configuration in the terminal and ``dsh run``
+(the tool-schema budget test measures these)."""
 
 
 def own_tools(tools: Sequence[ToolDefinition[Any]]) -> list[ToolDefinition[Any]]:

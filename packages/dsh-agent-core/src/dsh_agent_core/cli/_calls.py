@@ -35,8 +35,9 @@ def one_line(value: Any, limit: int = 160) -> str:
 
 def call_line(name: str, raw_arguments: Any, *, limit: int = 160) -> str:
     """One readable line for a tool call: ``bash: <command>``, ``read: <path> (lines a–b)``,
-    ``edit: <path>``, ``write: <path> (N lines)``, else the name and its arguments in brief.
-    ``limit`` bounds the command or path shown (a transcript passes a larger one)."""
+    ``edit: <path>``, ``write: <path> (N lines)``, ``todo_write: N tasks``, else the name and its
+    arguments in brief. ``limit`` bounds the command or path shown (a transcript passes a
+    larger one)."""
     args = _arguments(raw_arguments)
     path = args.get("file_path") or args.get("path")
     if name == "bash" and "command" in args:
@@ -54,6 +55,9 @@ def call_line(name: str, raw_arguments: Any, *, limit: int = 160) -> str:
         content = args.get("content")
         lines = len(content.splitlines()) if isinstance(content, str) else 0
         return f"write: {one_line(path, limit)} ({lines} lines)"
+    if name == "todo_write" and isinstance(args.get("todos"), list):
+        count = len(args["todos"])
+        return f"todo_write: {count} task{'' if count == 1 else 's'}"
     if name in ("grep", "glob") and "pattern" in args:
         where = f" in {one_line(path, 80)}" if path else ""
         return f"{name}: {one_line(args['pattern'], 100)}{where}"

@@ -1,8 +1,10 @@
 """How the interactive session shows a turn: the answer as markdown, finished line by finished
 line (a code block once it closes; nothing is re-wrapped or redrawn, and the line being streamed
 shows in the status line), reasoning dimmed and capped, each tool call as one
-line (an edit as a bounded unified diff), its result in brief. A running command's output shows
-live above the status line (`LiveOutput`) and is replaced by the result when the call ends.
+line (an edit as a bounded unified diff), its result in brief, and a task list the model writes
+(``todo_write``) as its items under the call, each marked by its status. A running command's
+output shows live above the status line (`LiveOutput`) and is replaced by the result when the
+call ends.
 
 Everything shown comes from a model or a tool, so everything goes through the sanitizing
 ``TerminalConsole`` (controls shown as escapes, never interpreted)."""
@@ -18,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from dsh_agent_core._plans import TodoItem, todos_of
 from dsh_agent_core.cli._calls import DIFF_LINES, call_line, edit_diff, one_line
 from dsh_agent_core.cli._terminal import terminal_text
 from dsh_agent_core.cli._transcript import reason_text
@@ -35,6 +38,10 @@ LIVE_LINE_CHARS = 400
 """The most characters of one live line kept (a line without an end is cut there)."""
 REASONING_KEPT_CHARS = 64 * 1024
 """The most characters of the latest reasoning block kept for Ctrl-O (the log has it all)."""
+PLAN_LINES = 10
+"""The most items of a task list shown under its ``todo_write`` call."""
+PLAN_MARKS = {"completed": ("✔", "dim"), "in_progress": ("▶", "bold"), "pending": ("□", "")}
+"""Each task status's mark and style."""
 
 
 def _diff_style(line: str) -> str:
@@ -251,6 +258,10 @@ class MarkdownPrinter:
             self.live.finish(str(data.get("callId")))
             self._result(data)
             self.activity.set("thinking")
+        elif kind == "todo/write":
+            plan = todos_of(event)
+            if plan is not None:
+                self._plan(plan)
         elif kind == "llm/retry":
             self._flush_text()
             failure = data.get("failure", {})
@@ -277,6 +288,14 @@ class MarkdownPrinter:
                 self._console.print(
                     Text(f"turn {data.get('turn')} ended: {reason_text(reason)}", "yellow")
                 )
+
+    def _plan(self, plan: list[TodoItem]) -> None:
+        for item in plan[:PLAN_LINES]:
+            mark, style = PLAN_MARKS[item.status]
+            line = f"    {mark} {terminal_text(item.content, one_line=True)}"
+            self._console.print(Text(line, style=style))
+        if len(plan) > PLAN_LINES:
+            self._console.print(Text(f"    … ({len(plan) - PLAN_LINES} more)", style="dim"))
 
     def _result(self, data: dict[str, Any]) -> None:
         parts = message_parts("tool/result", data)  # either message shape
