@@ -82,17 +82,20 @@ class SessionLifecycle:
         if parent is not None and not cwd_approved:
             self._delegation.check_cwd(parent, canonical)
         await self._start()
-        if tools:
-            session_id = session_id if session_id is not None else str(uuid.uuid4())
-            loop = self._loops.session_loop(session_id, preset, tools)
-        else:
-            loop = self._loop(preset)
+        # everything that can refuse comes before a loop of its own is built for the session
         settings = self._config.presets[preset] if preset is not None else None
         route = await self._routes.resolve(
             model or (settings.model if settings is not None else None)
         )
         system = self._config.system_prompt(preset).text
         depth = self._delegation.depth(parent) if parent is not None else None
+        if tools:
+            session_id = session_id if session_id is not None else str(uuid.uuid4())
+            if self._get(session_id) is not None:
+                raise DshError(f"session {session_id!r} is open in this harness already")
+            loop = self._loops.session_loop(session_id, preset, tools)
+        else:
+            loop = self._loop(preset)
         try:
             agent = await loop.create(
                 session_id,

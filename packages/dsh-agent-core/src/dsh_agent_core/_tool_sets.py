@@ -127,10 +127,13 @@ class PresetLoops:
         """A new loop for the one session ``session_id``: the tools of ``preset`` and
         ``tools`` (offered whatever the preset's list says: they were given for this session).
         Raises `DshError` naming a tool of ``tools`` whose name is offered already; call
-        `joined` once the session's agent is in the loop."""
+        `joined` once the session's agent is in the loop. A session that has a loop of its own
+        already (its agent open, or joining) is refused with `DshError`, nothing built."""
         if preset is not None and preset not in self._config.presets:
             raise UnknownPresetError(preset, sorted(self._config.presets))
         self._prune()
+        if session_id in self._session_loops:
+            raise DshError(f"session {session_id!r} has a loop of its own in this harness already")
         loop = self._build(preset, tools)
         self._session_loops[session_id] = _SessionLoop(loop)
         return loop
