@@ -5,18 +5,21 @@ transport's table, a name passed twice, SSE, too many)."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from acp import image_block, text_block
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from dsh_acp import (
+    MAX_CLIENT_MCP_SERVER_NAME,
     MAX_CLIENT_MCP_SERVERS,
     MAX_IMAGE_BYTES,
     ClientMcpServerError,
     ImagesNotTakenError,
     PromptContentError,
     client_mcp_tables,
+    client_mcp_unavailable,
     prompt_message,
 )
 from dsh_llm import ImageBlock, TextBlock
@@ -99,3 +102,32 @@ def test_sse_a_name_twice_and_too_many_are_refused_naming_the_server() -> None:
     with pytest.raises(ClientMcpServerError) as too_many:
         client_mcp_tables(many, "/p")
     assert str(MAX_CLIENT_MCP_SERVERS) in str(too_many.value)
+
+
+def test_a_server_name_over_the_bound_is_refused_not_cut() -> None:
+    long = "s" * (MAX_CLIENT_MCP_SERVER_NAME + 1)
+    twin = long + "t"  # cut to the bound, the two would read as one server passed twice
+    stdio = [McpServerStdio(name=n, command="x", args=[], env=[]) for n in (long, twin)]
+    with pytest.raises(ClientMcpServerError) as refused:
+        client_mcp_tables(stdio, "/work")
+    assert "over 100 characters" in str(refused.value)
+    assert "passed twice" not in str(refused.value)
+
+
+async def test_without_the_mcp_extra_the_session_opens_and_the_editor_is_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Editors pass their servers by default: without dsh-agent-core[mcp] nothing is started,
+    no session is refused, and the notice names the servers and the extra."""
+    import dsh_acp._client_mcp as client_mcp
+
+    monkeypatch.setattr(client_mcp, "extra_installed", lambda extra: extra != "mcp")
+    servers = [McpServerStdio(name="zed-context", command="x", args=[], env=[])]
+    notice = client_mcp_unavailable(servers)
+    assert notice is not None
+    assert "'zed-context'" in notice
+    assert "dsh-agent-core[mcp]" in notice
+    assert "the config's" not in notice
+    harness: Any = None  # never reached: nothing is started without the extra
+    assert await client_mcp.start_client_mcp_servers(harness, servers, "/work") is None
+    assert client_mcp_unavailable([]) is None

@@ -10,7 +10,9 @@ dsh session: the same log, the same ``dsh sessions`` commands, resumable from a 
   ``session/cancel``, ``session/set_mode`` (the sandbox modes,
   `SESSION_MODES`), ``session/set_config_option`` (the `MODEL_OPTION`, `model_option`: the
   session's route, switched as the terminal's ``/model`` does).
-- MCP servers the editor passes (`client_mcp_tables`, at most `MAX_CLIENT_MCP_SERVERS`): started
+- MCP servers the editor passes (`client_mcp_tables`, at most `MAX_CLIENT_MCP_SERVERS`, names
+  of at most `MAX_CLIENT_MCP_SERVER_NAME` characters; `client_mcp_unavailable` without the
+  ``[mcp]`` extra): started
   for their session alone, stopped when it ends.
 - `EditorApprovals`: approvals asked with ``session/request_permission``.
 - `EditorFiles` / `editor_files`: a session's ``read``, ``write`` and ``edit`` through the
@@ -31,7 +33,12 @@ from dsh_acp._approvals import (
     EditorApprovals,
 )
 from dsh_acp._calls import OUTPUT_TAIL_CHARS, TITLE_CHARS, CallView, call_view
-from dsh_acp._client_mcp import MAX_CLIENT_MCP_SERVERS, client_mcp_tables
+from dsh_acp._client_mcp import (
+    MAX_CLIENT_MCP_SERVER_NAME,
+    MAX_CLIENT_MCP_SERVERS,
+    client_mcp_tables,
+    client_mcp_unavailable,
+)
 from dsh_acp._errors import (
     AcpInputError,
     ClientMcpServerError,
@@ -61,6 +68,7 @@ __all__ = [
     "ALLOW_ONCE",
     "IMAGE_TYPES",
     "MAX_CLIENT_MCP_SERVERS",
+    "MAX_CLIENT_MCP_SERVER_NAME",
     "MAX_IMAGE_BYTES",
     "MAX_PROMPT_CHARS",
     "MAX_PROMPT_IMAGE_BYTES",
@@ -90,6 +98,7 @@ __all__ = [
     "UpdateTranslator",
     "call_view",
     "client_mcp_tables",
+    "client_mcp_unavailable",
     "editor_files",
     "model_option",
     "plan_update",

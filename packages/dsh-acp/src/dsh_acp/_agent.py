@@ -40,7 +40,11 @@ from acp.schema import (
 )
 
 from dsh_acp._approvals import EditorApprovals, PermissionClient
-from dsh_acp._client_mcp import failure_notice, start_client_mcp_servers
+from dsh_acp._client_mcp import (
+    client_mcp_unavailable,
+    failure_notice,
+    start_client_mcp_servers,
+)
 from dsh_acp._errors import (
     AcpInputError,
     SessionBusyError,
@@ -118,6 +122,13 @@ class _Live:
     """The MCP servers the editor passed for this session (stopped when it ends)."""
     unroute_files: Callable[[], None] = lambda: None
     """Withdraws this session's file route through the editor (a no-op without one)."""
+    switching: bool = False
+    """A model switch is reopening the session: every other request waits its turn (busy)."""
+
+    def refuse_if_busy(self, what: str) -> None:
+        """`SessionBusyError` while a turn runs or the model is being switched."""
+        if self.switching or self.agent.status == "running":
+            raise SessionBusyError(self.agent.id, what)
 
 
 def _version() -> str:
@@ -278,14 +289,19 @@ class DshAcpAgent:
         try:
             tools = mcp.tools() if mcp is not None else ()
             agent = await self.harness.create(model=self.model, cwd=cwd, tools=tools)
+            try:  # one that cannot be attached (its files routed elsewhere) is not left running
+                live = self._attach(agent, mcp)
+            except BaseException:
+                await agent.aclose()
+                raise
         except BaseException:
             if mcp is not None:
                 await mcp.aclose()
             raise
-        live = self._attach(agent, mcp)
         # queued now, sent by the stream's task: after this answer, which the SDK queues as
         # soon as this returns
-        self._notify(live, failure_notice(mcp) if mcp is not None else None)
+        notice = failure_notice(mcp) if mcp is not None else client_mcp_unavailable(mcp_servers)
+        self._notify(live, notice)
         return NewSessionResponse(
             session_id=agent.id, modes=self._modes(agent), config_options=self._options(agent)
         )
@@ -312,22 +328,27 @@ class DshAcpAgent:
         if live is not None and mcp_servers:
             notice = "This session is open here already: it keeps the MCP servers it has."
         if live is None:
-            if await self.harness.persistence.stat(session_id) is None:
+            stored = await self.harness.persistence.stat(session_id)
+            if stored is None:
                 raise UnknownSessionError(session_id, "no such session is stored")
             already_live = self.harness.get(session_id) is not None
             mcp = None
+            # the editor's servers run where the session works (its own cwd, as stored)
+            where = stored.header.cwd or cwd
             if already_live and mcp_servers:
                 notice = "This session is open in this agent already: no MCP server was started."
-            elif os.path.isabs(cwd) and os.path.isdir(cwd):  # noqa: ASYNC240 (one stat)
-                mcp = await start_client_mcp_servers(self.harness, mcp_servers, cwd)
+            elif os.path.isabs(where) and os.path.isdir(where):  # noqa: ASYNC240 (one stat)
+                mcp = await start_client_mcp_servers(self.harness, mcp_servers, where)
+                notice = client_mcp_unavailable(mcp_servers) if mcp is None else None
             elif mcp_servers:
-                raise AcpInputError(f"cwd {cwd[:4096]!r} is not an absolute path to a folder")
+                raise AcpInputError(f"cwd {where[:4096]!r} is not an absolute path to a folder")
             try:
                 tools = mcp.tools() if mcp is not None else ()
                 agent = await self.harness.resume(session_id, tools=tools)
                 mode = logged_sandbox_mode(agent.session) or self.harness.config.sandbox.mode
                 try:
                     self.harness.check_sandbox(mode)
+                    live = self._attach(agent, mcp)
                 except BaseException:
                     if not already_live:  # resumed by this call: give its write ownership back
                         await agent.aclose()
@@ -336,7 +357,6 @@ class DshAcpAgent:
                 if mcp is not None:
                     await mcp.aclose()
                 raise
-            live = self._attach(agent, mcp)
             if mcp is not None:
                 notice = failure_notice(mcp)
         live.stream.push(live.translator.replay(live.agent.session.events))
@@ -364,8 +384,7 @@ class DshAcpAgent:
 
     async def _prompt(self, session_id: str, prompt: list[PromptBlock]) -> PromptResponse:
         live = self._live(session_id)
-        if live.agent.status == "running":
-            raise SessionBusyError(live.agent.id, "a prompt")
+        live.refuse_if_busy("a prompt")
         route = route_of(live.agent)
         message = prompt_message(prompt, route=route, images=self._takes_images(route))
         start = len(live.agent.session.events)
@@ -406,8 +425,7 @@ class DshAcpAgent:
         mode = next((m for m in SANDBOX_MODES if m == mode_id), None)
         if mode is None:
             raise AcpInputError(f"mode {mode_id[:100]!r} is not one of {', '.join(SESSION_MODES)}")
-        if live.agent.status == "running":
-            raise SessionBusyError(live.agent.id, "a mode change")
+        live.refuse_if_busy("a mode change")
         self.harness.check_sandbox(mode)
         session = live.agent.session
         policy = logged_approval_policy(session) or self.harness.config.sandbox.approval_policy
@@ -430,10 +448,10 @@ class DshAcpAgent:
         offered = session_routes(self.harness, route_of(live.agent))
         if not isinstance(value, str) or value not in offered:
             raise UnknownModelError(str(value)[:200], offered)
-        if live.agent.status == "running":
-            raise SessionBusyError(live.agent.id, "a model change")
+        live.refuse_if_busy("a model change")
         command_id = f"command-{uuid.uuid4()}"
         tools = live.mcp.tools() if live.mcp is not None else ()
+        live.switching = True  # the session closes and reopens: nothing else may reach it
         try:
             route = await switch_model(
                 self.harness,
@@ -443,10 +461,13 @@ class DshAcpAgent:
                 tools=tools,
             )
         except Exception as error:
-            session = live.agent.session  # the one attached (reopened on its old route)
-            log_command_run(session, command_id, "model", value)
-            log_command_done(session, command_id, "error", str(error) or type(error).__name__)
+            if self.harness.get(live.agent.id) is live.agent:  # reopened (on its old route)
+                session = live.agent.session
+                log_command_run(session, command_id, "model", value)
+                log_command_done(session, command_id, "error", str(error) or type(error).__name__)
             raise
+        finally:
+            live.switching = False
         log_command_run(live.agent.session, command_id, "model", value)
         log_command_done(live.agent.session, command_id, "success", f"model: {route}")
         return SetSessionConfigOptionResponse(config_options=self._options(live.agent))
