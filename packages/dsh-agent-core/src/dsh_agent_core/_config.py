@@ -1,58 +1,57 @@
 """The one configuration: TOML at ``<DSH_HOME>/config.toml``, named profiles, environment
-overrides, and defaults that work with no file at all."""
+overrides, and defaults that work with no file at all. `Config` is the whole of it; its tables
+are in ``_provider_config`` (providers and models) and ``_config_sections`` (the rest), and it
+is read by ``_config_load.load_config``."""
 
 from __future__ import annotations
 
-import math
 import os
-import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
-from dsh_agent import ApprovalPolicy
-from dsh_agent_core._catalog import ModelPrices, catalog_for
+from dsh_agent_core._catalog import catalog_for
+from dsh_agent_core._config_sections import (
+    BashConfig,
+    InstructionsConfig,
+    PresetConfig,
+    SandboxConfig,
+    SkillsConfig,
+    SystemPrompt,
+    TodoConfig,
+)
 from dsh_agent_core._errors import ConfigError
 from dsh_agent_core._extras import McpSection
-from dsh_agent_core._files import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_file
+from dsh_agent_core._files import UnreadableFileError, read_regular_file
 from dsh_agent_core._persistence_config import PersistenceConfig, PersistenceLocation
+from dsh_agent_core._provider_config import (
+    BUILTIN_PROVIDERS,
+    STRICT,
+    EnvRef,
+    ModelConfig,
+    ModelFacts,
+    ProviderConfig,
+    parse_route,
+    split_route,
+)
 from dsh_agent_core._system_prompt import BUILTIN_SYSTEM_PROMPT, SystemPromptSource
 from dsh_compaction import CompactionConfig, estimate_content
 from dsh_hooks import HOOK_EVENTS, HooksConfig
-from dsh_paths import DshHomeError, resolve_dsh_home
-from dsh_shell import SANDBOX_MODES, SandboxMode
+from dsh_paths import resolve_dsh_home
 
 __all__ = [
-    "BUILTIN_PROVIDERS",
     "CONFIG_FILE_NAME",
-    "BashConfig",
+    "MAX_SYSTEM_FILE_BYTES",
     "Config",
-    "EnvRef",
-    "InstructionsConfig",
-    "LocalSkillsConfig",
-    "ModelConfig",
-    "ModelFacts",
-    "PersistenceConfig",
-    "PresetConfig",
-    "ProviderConfig",
-    "SandboxConfig",
-    "SkillsConfig",
-    "SystemPrompt",
-    "TodoConfig",
-    "load_config",
-    "parse_route",
-    "split_route",
+    "beside_the_file",
 ]
 
 CONFIG_FILE_NAME = "config.toml"
@@ -61,325 +60,11 @@ CONFIG_FILE_NAME = "config.toml"
 MAX_SYSTEM_FILE_BYTES = 256 * 1024
 """The largest ``system_file`` read (256 KiB)."""
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
-def parse_route(route: str, *, where: str = "model") -> tuple[str, str]:
-    """``"provider:model"`` as ``(provider, model)``; raises :class:`ConfigError` naming
-    ``where`` when it is not of that form."""
-    provider, sep, model = route.partition(":")
-    if not sep or not provider.strip() or not model.strip():
-        raise ConfigError(where, f"{route!r} is not of the form provider:model")
-    return provider.strip(), model.strip()
-
-
-def split_route(route: str, *, where: str = "model") -> tuple[str, str | None]:
-    """A route that may leave out its model: ``"provider:model"`` as ``(provider, model)``
-    (split at the first colon, so ``"ollama:qwen2.5-coder:7b"`` names the model
-    ``qwen2.5-coder:7b``), a bare ``"provider"`` as ``(provider, None)``: the model is then the
-    one the provider's server serves. Raises :class:`ConfigError` naming ``where`` for an empty
-    provider or an empty model after the colon."""
-    if ":" in route:
-        return parse_route(route, where=where)
-    if not route.strip():
-        raise ConfigError(where, f"{route!r} is not of the form provider:model (or provider)")
-    return route.strip(), None
-
-
-class EnvRef(BaseModel):
-    """A value read from the environment variable ``env`` when it is used, never written in
-    the configuration: ``Authorization = { env = "LLM_AUTH" }`` in a provider's ``headers``.
-    The variable's value is used verbatim (put the whole ``Bearer …`` in it)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-    env: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    """The environment variable's name."""
-
-
-_REQUEST_FIELDS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
-"""The body fields every request sets itself (``extra_body`` may not)."""
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-
-def header_value_ok(value: str) -> bool:
-    """Whether ``value`` can be sent as an HTTP header value: printable ASCII and tabs."""
-    return all(char == "\t" or " " <= char <= "~" for char in value)
-
-
-def _json_only(value: Any, where: str) -> None:
-    """Refuse a TOML value that has no JSON form (a date or time), naming where it is."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _json_only(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _json_only(item, f"{where}[{index}]")
-    elif isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{where}: {value!r} has no JSON form")
-    elif not (value is None or isinstance(value, str | int | float | bool)):
-        raise ValueError(f"{where}: a {type(value).__name__} has no JSON form")
-
-
-class ProviderConfig(BaseModel):
-    """A model provider. ``openai-compatible`` speaks Chat Completions at ``base_url`` with the
-    key read from the environment variable ``api_key_env`` (the key itself is never in the
-    config); ``scripted`` is the keyless model of ``dsh demo`` and tests, answering each request
-    with the next of ``replies`` (cycling). ``extra_body``, ``headers``, ``timeout`` and
-    ``tool_choice`` shape every request an ``openai-compatible`` provider sends."""
-
-    model_config = _STRICT
-
-    kind: Literal["openai-compatible", "scripted"] = "openai-compatible"
-    base_url: str | None = None
-    api_key_env: str | None = None
-    reasoning_replay: Literal["current-turn", "never", "always"] = "current-turn"
-    replies: tuple[str, ...] = ("Hello from the scripted model.",)
-    context_window: int | None = Field(default=None, gt=0)
-    """The window in tokens of this provider's models (``None``: unknown)."""
-    context_windows: dict[str, int] = Field(default_factory=dict)
-    """Per model name, overriding ``context_window`` (``{"deepseek-v4-flash" = 65536}``)."""
-
-    @field_validator("context_windows")
-    @classmethod
-    def _positive_windows(cls, windows: dict[str, int]) -> dict[str, int]:
-        for name, window in windows.items():
-            if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
-                raise ValueError(f"{name}: {window!r} is not a positive number of tokens")
-        return windows
-
-    def window_of(self, model: str) -> int | None:
-        """The context window of ``model``: its own entry, else the provider's."""
-        return self.context_windows.get(model, self.context_window)
-
-    extra_body: dict[str, Any] = Field(default_factory=dict)
-    """Fields added to every request body (``{ top_k = 20 }``, ``{ chat_template_kwargs = {…} }``);
-    the fields dsh sets itself are refused."""
-    headers: dict[str, str | EnvRef] = Field(default_factory=dict)
-    """HTTP headers sent with every request: a literal string, or ``{ env = "VAR" }`` for a
-    secret read from the environment when the provider is first used (never shown)."""
-    timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    """The read timeout in seconds: the longest silence allowed while waiting for the answer's
-    next bytes, the first included (default: 300)."""
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
-    """Sent as ``tool_choice`` with every request that offers tools: ``"auto"``, ``"none"``,
-    ``"required"``, or a table (``{ type = "function", function = { name = "bash" } }``)."""
-
-    @field_validator("extra_body")
-    @classmethod
-    def _extra_fields(cls, body: dict[str, Any]) -> dict[str, Any]:
-        for key, value in body.items():
-            if key in _REQUEST_FIELDS:
-                raise ValueError(f"{key}: dsh sets this field of every request itself")
-            if key == "tool_choice":
-                raise ValueError("tool_choice: set it with the provider's tool_choice key")
-            _json_only(value, key)
-        return body
-
-    @field_validator("headers")
-    @classmethod
-    def _header_names(cls, headers: dict[str, str | EnvRef]) -> dict[str, str | EnvRef]:
-        for name, value in headers.items():
-            if not _HEADER_NAME.fullmatch(name):
-                raise ValueError(f"{name!r} is not an HTTP header name")
-            if isinstance(value, str) and not header_value_ok(value):
-                raise ValueError(f"{name}: a header value is printable ASCII on one line")
-        return headers
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _choice_table(cls, choice: Any) -> Any:
-        if isinstance(choice, dict):
-            if not isinstance(choice.get("type"), str):
-                raise ValueError(
-                    'a tool_choice table needs a type, as in { type = "function", '
-                    'function = { name = "bash" } }'
-                )
-            _json_only(choice, "tool_choice")
-        return choice
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _names_a_variable(cls, name: str | None) -> str | None:
-        if name is not None and (not name or not name.replace("_", "").isalnum()):
-            raise ValueError(f"{name!r} is not an environment variable name")
-        return name
-
-
-LLAMA_CPP_URL = "http://127.0.0.1:8080/v1"
-"""llama.cpp's ``llama-server`` on its default port."""
-
-BUILTIN_PROVIDERS: dict[str, ProviderConfig] = {
-    "deepseek": ProviderConfig(base_url="https://api.deepseek.com", api_key_env="DEEPSEEK_API_KEY"),
-    "openai": ProviderConfig(base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"),
-    "scripted": ProviderConfig(kind="scripted"),
-    # local servers on their default ports; no key is sent
-    "llamacpp": ProviderConfig(base_url=LLAMA_CPP_URL),
-    "ollama": ProviderConfig(base_url="http://127.0.0.1:11434/v1"),
-    "vllm": ProviderConfig(base_url="http://127.0.0.1:8000/v1"),
-    "local": ProviderConfig(base_url=LLAMA_CPP_URL),
-}
-"""Providers every config has unless it redefines them (a ``[providers.NAME]`` table of the
-same name is laid over the built-in one): ``deepseek`` and ``openai`` (keys from
-``DEEPSEEK_API_KEY`` and ``OPENAI_API_KEY``), ``scripted``, and the keyless local servers
-``llamacpp`` (``llama-server``, port 8080), ``ollama`` (11434) and ``vllm`` (8000), and
-``local``: llama.cpp's address until ``[providers.local] base_url`` points it elsewhere."""
-
-
-class ModelConfig(BaseModel):
-    """``[models."provider:model"]``: what the configuration says of one routed model.
-    ``prices`` (USD per million tokens: ``input``, ``cached_input``, ``output``) replace the
-    catalog's list prices of a built-in provider's model, or give a model its prices.
-    ``images = true`` says the model takes images in the user's messages (nothing tells dsh
-    otherwise, so a model is taken to read text only unless this says so)."""
-
-    model_config = _STRICT
-
-    prices: ModelPrices | None = None
-    images: bool = False
-
-
-class ModelFacts(BaseModel):
-    """One model's resolved facts: its context window and output limit in tokens and its
-    prices (``None``: unknown), and where each came from (``context_window_from`` names the
-    config key, or ``catalog``; ``prices_from`` likewise; ``checked`` is the date the catalog
-    entry was checked; ``note`` says when a model is an alias or retired)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    context_window: int | None = None
-    context_window_from: str | None = None
-    max_output: int | None = None
-    prices: ModelPrices | None = None
-    prices_from: str | None = None
-    checked: str | None = None
-    note: str | None = None
-
-
-class SystemPrompt(BaseModel):
-    """A resolved system prompt: its ``text`` (``append_system`` included), its ``source``
-    (``built-in``, ``system``, ``system_file`` or ``preset``) and whether ``append_system``
-    was added."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str
-    source: SystemPromptSource
-    appended: bool = False
-
-
-class PresetConfig(BaseModel):
-    """What ``session_create``'s ``preset`` (and ``dsh run --preset``) names: a system prompt,
-    the tool names the agent gets (``None``: every tool), and a model route."""
-
-    model_config = _STRICT
-
-    system: str | None = None
-    tools: tuple[str, ...] | None = None
-    model: str | None = None
-
-    @field_validator("model")
-    @classmethod
-    def _is_a_route(cls, route: str | None) -> str | None:
-        if route is not None:
-            split_route(route, where="presets.*.model")
-        return route
-
-
-class LocalSkillsConfig(BaseModel):
-    """Local skills: ``SKILL.md`` folders under ``<DSH_HOME>/skills/`` and the project's
-    ``.dsh/skills/``. ``dsh_home``, when given, must resolve to the same home as the top level."""
-
-    model_config = _STRICT
-
-    enabled: bool = True
-    dsh_home: str | None = None
-
-
-class SkillsConfig(BaseModel):
-    """Skill sources (only ``local`` today)."""
-
-    model_config = _STRICT
-
-    local: LocalSkillsConfig = Field(default_factory=LocalSkillsConfig)
-
-
-class InstructionsConfig(BaseModel):
-    """Project instructions: ``<DSH_HOME>/AGENTS.md``, then one ``AGENTS.md`` (else
-    ``CLAUDE.md``) per directory from the project's git root down to the session cwd, at most
-    64 KiB in all, in the session prefix. ``enabled = false`` offers none."""
-
-    model_config = _STRICT
-
-    enabled: bool = True
-
-
-class BashConfig(BaseModel):
-    """The bash tool and its local executor: default and maximum timeouts (seconds), whether
-    ``run_in_background`` is offered."""
-
-    model_config = _STRICT
-
-    timeout: float = Field(default=120.0, gt=0)
-    max_timeout: float = Field(default=600.0, gt=0)
-    background: bool = True
-
-
-class TodoConfig(BaseModel):
-    """The ``todo_write`` tool (dsh-tool-todo): the model's task list, logged as ``todo/write``.
-
-    ``enabled``: ``true`` offers it to every agent, ``false`` to none; unset (the default), it is
-    offered where the front end shows plans (``dsh acp``: the editor shows it as the ACP plan)
-    and not in the terminal or ``dsh run``, where a list nobody sees would only cost every
-    request its schema. ``allow_parallel_in_progress``: several tasks may be ``in_progress`` at
-    once (dsh runs work in parallel: background jobs, ``session_create`` children); ``false``
-    keeps the model to exactly one."""
-
-    model_config = _STRICT
-
-    enabled: bool | None = None
-    allow_parallel_in_progress: bool = True
-
-    def offered(self, *, shows_plans: bool) -> bool:
-        """Whether agents get ``todo_write``: ``enabled`` when set, else ``shows_plans`` (the
-        front end composing the harness shows the plan)."""
-        return self.enabled if self.enabled is not None else shows_plans
-
-
-class SandboxConfig(BaseModel):
-    """Where model commands may write and whether the user is asked before widening that.
-
-    ``mode`` (``read-only``, ``workspace-write``, ``danger-full-access``; default:
-    ``$DSH_PERMISSION_MODE``, else ``workspace-write``) and ``approval`` (``ask`` or
-    ``never``; default: ``never`` under ``danger-full-access``, else ``ask``) are pinned into
-    each new session; a resumed session keeps its own. ``writable_roots`` are extra writable
-    directories, ``deny_read`` the paths no confined command may read (default: the usual
-    credential folders), ``network`` lets confined commands use the network, ``bwrap`` names
-    the bubblewrap executable.
-    """
-
-    model_config = _STRICT
-
-    mode: SandboxMode = "workspace-write"
-    approval: ApprovalPolicy | None = None
-    writable_roots: list[str] = Field(default_factory=list)
-    deny_read: list[str] | None = None
-    network: bool = False
-    bwrap: str = Field(default="bwrap", min_length=1)
-
-    @property
-    def approval_policy(self) -> ApprovalPolicy:
-        """The approval policy new sessions get (``approval``, else by ``mode``)."""
-        if self.approval is not None:
-            return self.approval
-        return "never" if self.mode == "danger-full-access" else "ask"
-
 
 class Config(BaseModel):
     """The resolved configuration (see the package README for the file format)."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     dsh_home: str | None = None
     model: str = "deepseek:deepseek-v4-flash"
@@ -455,7 +140,7 @@ class Config(BaseModel):
         `load_config` resolves it so once, as it reads the file."""
         if self.system_file is None:
             return None
-        return _beside_the_file(self.system_file, self.source)
+        return beside_the_file(self.system_file, self.source)
 
     def _read_system_file(self) -> str | None:
         """The text of ``system_file`` (read once, then kept): a regular UTF-8 file of at most
@@ -747,7 +432,7 @@ def _hooks_as_written(hooks: HooksConfig) -> dict[str, Any]:
     return written
 
 
-def _beside_the_file(path: str, source: str | None) -> Path:
+def beside_the_file(path: str, source: str | None) -> Path:
     """``path`` with ``~`` expanded, a relative one resolved against the folder of the config
     file ``source`` (the current directory when there is none)."""
     found = Path(os.path.expanduser(path))
@@ -755,117 +440,3 @@ def _beside_the_file(path: str, source: str | None) -> Path:
         base = Path(source).parent if source is not None else Path.cwd()
         found = Path(os.path.abspath(base / found))
     return found
-
-
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    """The TOML table of the config file at ``path`` (``{}`` when there is none): a regular
-    file of at most `MAX_CONFIG_BYTES`, never a FIFO or a device (see ``_files``)."""
-    try:
-        data = read_regular_file(path, MAX_CONFIG_BYTES)
-    except FileNotFoundError:
-        if os.path.lexists(path):  # a link to nothing is a mistake, not "no config"
-            raise UnreadableFileError(path, "is a symbolic link to a missing file") from None
-        return {}
-    try:
-        return tomllib.loads(data.decode("utf-8"))
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(str(path), f"is not valid TOML ({error})") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(
-            str(path), f"is not UTF-8 ({error.reason} at byte {error.start})"
-        ) from None
-
-
-def _validation_error(source: str, error: ValidationError) -> ConfigError:
-    first = error.errors(include_url=False, include_input=False)[0]
-    key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    message = first["msg"].removeprefix("Value error, ")  # a validator's own sentence
-    return ConfigError(f"{source}: {key}", message)
-
-
-def load_config(
-    profile: str | None = None,
-    *,
-    dsh_home: str | os.PathLike[str] | None = None,
-    path: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> Config:
-    """Read the configuration.
-
-    The file is ``path``, else ``$DSH_CONFIG``, else ``<home>/config.toml`` (home: ``dsh_home``,
-    else ``$DSH_HOME``, else ``~/.dsh``); a missing file means the defaults. ``profile`` (else
-    ``$DSH_PROFILE``) merges ``[profiles.NAME]`` over the top level; ``$DSH_MODEL`` then
-    overrides ``model`` and ``$DSH_PERMISSION_MODE`` ``sandbox.mode``; ``overrides`` (for
-    example from command-line options) come last.
-    Raises :class:`ConfigError` naming the file and key for anything invalid, and for a profile
-    the file does not define.
-    """
-    environ: Mapping[str, str] = os.environ if env is None else env
-    home = resolve_dsh_home(dsh_home, env)
-    chosen = path if path is not None else environ.get("DSH_CONFIG") or None
-    file = Path(chosen) if chosen is not None else home / CONFIG_FILE_NAME
-    raw = _read_toml(file)
-    source = str(file) if raw or file.exists() else "defaults"
-    profiles = raw.pop("profiles", {})
-    if not isinstance(profiles, dict):
-        raise ConfigError(f"{source}: profiles", "must be a table of [profiles.NAME] tables")
-    profile = profile if profile is not None else (environ.get("DSH_PROFILE") or None)
-    data = raw
-    if profile is not None:
-        chosen_profile = profiles.get(profile)
-        if not isinstance(chosen_profile, dict):
-            known = ", ".join(sorted(profiles)) or "none"
-            raise ConfigError(
-                f"{source}: profiles.{profile}", f"no such profile (defined: {known})"
-            )
-        data = _merge(data, chosen_profile)
-    if environ.get("DSH_MODEL"):
-        split_route(environ["DSH_MODEL"], where="$DSH_MODEL")  # name the variable, not the file
-        data["model"] = environ["DSH_MODEL"]
-    mode = environ.get("DSH_PERMISSION_MODE")
-    if mode:
-        if mode not in SANDBOX_MODES:
-            raise ConfigError(
-                "$DSH_PERMISSION_MODE", f"{mode!r} is not one of {', '.join(SANDBOX_MODES)}"
-            )
-        sandbox = data.get("sandbox")
-        data["sandbox"] = {**(sandbox if isinstance(sandbox, dict) else {}), "mode": mode}
-    if overrides:
-        data = _merge(data, overrides)
-    # the home is resolved once, here: a home the file names wins over the one that found it
-    named = data.get("dsh_home")
-    if isinstance(named, str) and named:
-        try:
-            data["dsh_home"] = str(resolve_dsh_home(named, env))
-        except DshHomeError as error:
-            raise ConfigError(f"{source}: dsh_home", str(error)) from None
-    elif named is None:
-        data["dsh_home"] = str(home)
-    data["profile"] = profile
-    data["source"] = None if source == "defaults" else source
-    # and system_file, against the file's folder: a dump of this config names the same file
-    system_file = data.get("system_file")
-    if isinstance(system_file, str) and system_file:
-        data["system_file"] = str(_beside_the_file(system_file, data["source"]))
-    try:
-        config = Config.model_validate(data)
-        config._env = environ  # the dump says whether keys are set in this environment
-    except ValidationError as error:
-        raise _validation_error(source, error) from None
-    except ConfigError as error:
-        if error.key == "model" and data.get("model") == environ.get("DSH_MODEL"):
-            raise ConfigError("$DSH_MODEL", error.reason) from None  # the variable said it
-        raise ConfigError(f"{source}: {error.key}", error.reason) from None
-    config._read_system_file()  # a bad system_file is refused now, naming the file and key
-    return config

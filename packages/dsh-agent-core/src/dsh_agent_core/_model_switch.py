@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from dsh_agent import Agent
-from dsh_agent_core._config import split_route
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._provider_config import split_route
 from dsh_agent_loop import LoopAgent
 from dsh_session import Session
 from dsh_tools import ToolDefinition

@@ -10,8 +10,9 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from dsh_agent_core._catalog import catalog_model
-from dsh_agent_core._config import Config, EnvRef, ProviderConfig, header_value_ok
+from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
+from dsh_agent_core._provider_config import EnvRef, ProviderConfig, header_value_ok
 from dsh_agent_core._served import SERVED_MODELS_TIMEOUT
 from dsh_llm import FailureCode, FinishChunk, FinishReason, LlmFailure, ModelRequest, StreamChunk
 from dsh_llm.testing import text_response

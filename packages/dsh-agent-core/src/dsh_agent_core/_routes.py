@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from dsh_agent import AgentOptions
-from dsh_agent_core._config import Config, parse_route, split_route
+from dsh_agent_core._config import Config
 from dsh_agent_core._errors import DshError
 from dsh_agent_core._models import ProviderModel, ProviderQueryError
+from dsh_agent_core._provider_config import parse_route, split_route
 from dsh_llm import Model
 
 __all__ = ["Routes"]

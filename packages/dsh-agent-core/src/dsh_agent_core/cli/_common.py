@@ -54,7 +54,7 @@ class State:
 
     def config(self, **overrides: Any) -> Config:
         """Load the configuration with the group's options (and command ``overrides``)."""
-        from dsh_agent_core._config import load_config  # pydantic: only once a command runs
+        from dsh_agent_core._config_load import load_config  # pydantic: only once a command runs
 
         return load_config(
             self.profile, dsh_home=self.home, path=self.config_path, overrides=overrides or None
