@@ -97,3 +97,16 @@ def test_replay_sends_only_the_standing_plan_after_the_conversation() -> None:
 def test_a_todo_write_call_reads_as_planning() -> None:
     view = call_view("todo_write", '{"todos": []}', "/work")
     assert (view.kind, view.title) == ("think", "Update the plan")
+
+
+def test_a_plan_from_a_log_written_elsewhere_is_sent_bounded() -> None:
+    """The tool refuses long lists, but a log written by anything else may hold one."""
+    from dsh_acp._plans import PLAN_ENTRIES, PLAN_ENTRY_CHARS
+
+    translator = UpdateTranslator("/p")
+    huge = [(f"task {n} " + "x" * 5000, "pending") for n in range(PLAN_ENTRIES + 50)]
+    [update] = [u for u in translator.live(_write(*huge)) if isinstance(u, AgentPlanUpdate)]
+    entries = _entries(update)
+    assert len(entries) == PLAN_ENTRIES
+    assert all(len(content) == PLAN_ENTRY_CHARS for content, _, _ in entries)
+    assert entries[0][0].endswith("…")

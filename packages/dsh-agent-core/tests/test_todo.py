@@ -112,3 +112,24 @@ async def test_a_call_lands_in_the_session_log_between_its_call_and_result(tmp_p
     # the model's history holds its call and the result, not the event
     request = model.requests[-1]
     assert "todo/write" not in json.dumps([m.to_wire() for m in request.messages])
+
+
+def test_the_terminal_shows_a_plan_bounded_and_sanitized() -> None:
+    """A log may hold any list (one written elsewhere): at most ten lines, each one short and
+    with its controls shown, never interpreted."""
+    import io
+
+    from rich.console import Console
+
+    from dsh_agent_core.cli._render import PLAN_LINES, MarkdownPrinter
+    from dsh_session import make_event
+
+    out = io.StringIO()
+    printer = MarkdownPrinter(Console(file=out, width=400, color_system=None))
+    todos = [{"content": "\x1b[31mred\x1b[0m " + "x" * 20_000, "status": "pending"}] * 12
+    printer(make_event("todo/write", 0, 0, {"todos": todos}))
+    lines = out.getvalue().splitlines()
+    assert len(lines) == PLAN_LINES + 1  # the tenth line, then how many more
+    assert lines[-1].strip() == "… (2 more)"
+    assert all(len(line) <= 170 for line in lines)
+    assert "\x1b" not in out.getvalue()

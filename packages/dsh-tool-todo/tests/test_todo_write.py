@@ -142,8 +142,21 @@ async def test_content_is_logged_trimmed_and_an_empty_list_is_a_cleared_plan() -
             items(("A", "in_progress"), ("B", "in_progress")),
             "2 tasks are in_progress ('A', 'B'); at most one may be",
         ),
+        (items(("\ufeff", "pending")), "todos[0].content is empty"),
+        (items(("Fix", "pending"), ("\ufeffFix", "pending")), "todos[1].content 'Fix' repeats"),
+        (items(*[(f"task {n}", "pending") for n in range(101)]), "at most 100"),
+        (items(("x" * 1001, "pending")), "todos[0].content is 1001 characters"),
     ],
-    ids=["empty", "blank", "duplicate-after-trim", "two-in-progress"],
+    ids=[
+        "empty",
+        "blank",
+        "duplicate-after-trim",
+        "two-in-progress",
+        "bom-only",  # JavaScript's trim() removes U+FEFF, so the TypeScript reader would refuse
+        "duplicate-after-bom-trim",
+        "too-many",
+        "too-long",
+    ],
 )
 async def test_a_refused_list_is_an_error_result_naming_the_item_and_logs_nothing(
     todos: Any, says: str

@@ -341,7 +341,9 @@ class DshAcpAgent:
                 mcp = await start_client_mcp_servers(self.harness, mcp_servers, where)
                 notice = client_mcp_unavailable(mcp_servers) if mcp is None else None
             elif mcp_servers:
-                raise AcpInputError(f"cwd {where[:4096]!r} is not an absolute path to a folder")
+                raise AcpInputError(
+                    f"the session's folder {where[:4096]!r} is gone: its MCP servers cannot start"
+                )
             try:
                 tools = mcp.tools() if mcp is not None else ()
                 agent = await self.harness.resume(session_id, tools=tools)

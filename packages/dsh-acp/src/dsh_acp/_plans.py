@@ -18,17 +18,32 @@ from acp.schema import AgentPlanUpdate, PlanEntryPriority
 from dsh_agent_core import TodoItem, fold_plan
 from dsh_session import SessionEvent
 
-__all__ = ["PLAN_PRIORITY", "PlanUpdates", "plan_update"]
+__all__ = ["PLAN_ENTRIES", "PLAN_ENTRY_CHARS", "PLAN_PRIORITY", "PlanUpdates", "plan_update"]
+
+PLAN_ENTRIES = 100
+"""The most entries a plan update sends (a log written elsewhere may hold a longer list)."""
+
+PLAN_ENTRY_CHARS = 1000
+"""The most characters of one entry's content sent (cut with an ellipsis)."""
 
 PLAN_PRIORITY: PlanEntryPriority = "medium"
 """The priority of every plan entry: dsh's task list has no priorities, ACP's entries need one."""
 
 
 def plan_update(todos: Sequence[TodoItem]) -> AgentPlanUpdate:
-    """The ``plan`` update that shows ``todos`` (an empty list clears the editor's plan)."""
+    """The ``plan`` update that shows ``todos`` (an empty list clears the editor's plan): at
+    most `PLAN_ENTRIES` entries of at most `PLAN_ENTRY_CHARS` characters, whatever the log
+    holds (the tool itself refuses longer lists; a log written elsewhere may not)."""
     return update_plan(
-        plan_entry(item.content, priority=PLAN_PRIORITY, status=item.status) for item in todos
+        plan_entry(_bounded(item.content), priority=PLAN_PRIORITY, status=item.status)
+        for item in list(todos)[:PLAN_ENTRIES]
     )
+
+
+def _bounded(content: str) -> str:
+    if len(content) <= PLAN_ENTRY_CHARS:
+        return content
+    return content[: PLAN_ENTRY_CHARS - 1] + "…"
 
 
 class PlanUpdates:

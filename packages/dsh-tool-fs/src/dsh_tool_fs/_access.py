@@ -17,9 +17,11 @@ An access opens files by name and follows links, which the disk path never does 
 ``O_NOFOLLOW`` and checks the descriptor). So right before and right after each request the
 path is resolved again (`still_in_place`): a component swapped for a link since the check (a
 model's background command can make links inside its workspace) refuses the call, and an
-existing path that is not a regular file (a FIFO, a device, a directory) is never sent. A swap
-that lands in the moment between the last check and the editor's own open cannot be seen from
-here; the check after the request still refuses the call, so the model is told.
+existing path that is not a regular file (a FIFO, a device, a directory) is never sent. What
+stays open: a swap made and undone between those two checks, around the access's own open (a
+folder renamed away, a link put in its place, then the folder put back), leaves the path
+resolving to itself both times, so a write redirected that way is not seen from here. Only the
+access itself could close that (opening without following links); the editors guide says so.
 """
 
 from __future__ import annotations

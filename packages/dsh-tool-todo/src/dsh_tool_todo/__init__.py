@@ -2,8 +2,9 @@
 
 - `TodoWriteTool` (``todo_write``): the model sends its whole list of ``{content, status}``
   items (`TodoItem`; status `TodoStatus`: ``pending``, ``in_progress``, ``completed``); the
-  list is checked (`canonical_todos`: content trimmed, none empty, none repeated, at most one
-  in progress unless ``allow_parallel_in_progress``), appended to the calling agent's session
+  list is checked (`canonical_todos`: content trimmed, none empty, none repeated, at most
+  `MAX_TODOS` tasks of at most `MAX_TODO_CHARS` characters, at most one in progress unless
+  ``allow_parallel_in_progress``), appended to the calling agent's session
   as ``todo/write {"todos": [...]}`` (format v0's plugin event, never on the model's surface)
   and answered with its counts. Refusals are error results the model reads:
   `InvalidTodosError` (``INVALID_TODOS``), `NoOwningSessionError` (``NO_OWNING_SESSION``).
@@ -21,6 +22,8 @@ from dsh_tool_todo._plan import (
     todos_of,
 )
 from dsh_tool_todo._tool import (
+    MAX_TODO_CHARS,
+    MAX_TODOS,
     TOOL_NAME,
     InvalidTodosError,
     NoOwningSessionError,
@@ -30,6 +33,8 @@ from dsh_tool_todo._tool import (
 )
 
 __all__ = [
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
     "TODO_EVENT_TYPE",
     "TODO_STATUSES",
     "TOOL_NAME",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, JsonValue
@@ -12,6 +13,8 @@ from dsh_tool_todo._plan import TODO_EVENT_TYPE, TODO_STATUSES, TodoItem
 from dsh_tools import ToolDefinition, ToolError, ToolExecution, ToolResult
 
 __all__ = [
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
     "TOOL_NAME",
     "InvalidTodosError",
     "NoOwningSessionError",
@@ -19,6 +22,16 @@ __all__ = [
     "TodoWriteTool",
     "canonical_todos",
 ]
+
+MAX_TODOS = 100
+"""The most tasks one list may hold (a longer list is refused; nothing is logged)."""
+
+MAX_TODO_CHARS = 1000
+"""The most characters one task's content may hold once trimmed."""
+
+_BLANK = re.compile(r"^[\s\ufeff]+|[\s\ufeff]+$")
+"""What trimming removes at either end: whitespace and U+FEFF, as JavaScript's ``trim()`` does
+(the TypeScript harness's reader refuses content that its ``trim()`` would change)."""
 
 TOOL_NAME = "todo_write"
 """The name the model calls the tool by."""
@@ -66,13 +79,23 @@ class NoOwningSessionError(ToolError):
 def canonical_todos(
     todos: Sequence[TodoItem], *, allow_parallel_in_progress: bool
 ) -> list[TodoItem]:
-    """``todos`` as they are logged: each content trimmed. Raises `InvalidTodosError` naming
-    the item for content that is empty once trimmed or repeats an earlier item's, and, unless
+    """``todos`` as they are logged: each content trimmed (whitespace and U+FEFF). Raises
+    `InvalidTodosError` naming the item for content that is empty once trimmed, over
+    `MAX_TODO_CHARS`, or repeats an earlier item's; for a list over `MAX_TODOS`; and, unless
     ``allow_parallel_in_progress``, for more than one item ``in_progress``."""
+    if len(todos) > MAX_TODOS:
+        raise InvalidTodosError(
+            f"{len(todos)} tasks were given; a list holds at most {MAX_TODOS}: merge or drop some"
+        )
     canonical: list[TodoItem] = []
     seen: set[str] = set()
     for index, item in enumerate(todos):
-        content = item.content.strip()
+        content = _BLANK.sub("", item.content)
+        if len(content) > MAX_TODO_CHARS:
+            raise InvalidTodosError(
+                f"todos[{index}].content is {len(content)} characters; a task holds at most "
+                f"{MAX_TODO_CHARS}: say it in one line"
+            )
         if not content:
             raise InvalidTodosError(f"todos[{index}].content is empty; give every task a line")
         if content in seen:

@@ -292,7 +292,7 @@ class MarkdownPrinter:
     def _plan(self, plan: list[TodoItem]) -> None:
         for item in plan[:PLAN_LINES]:
             mark, style = PLAN_MARKS[item.status]
-            line = f"    {mark} {terminal_text(item.content, one_line=True)}"
+            line = f"    {mark} {one_line(item.content, 160)}"
             self._console.print(Text(line, style=style))
         if len(plan) > PLAN_LINES:
             self._console.print(Text(f"    … ({len(plan) - PLAN_LINES} more)", style="dim"))
