@@ -11,7 +11,7 @@ from typing import Any
 
 from dsh_agent_core._config import Config
 from dsh_agent_core._delegation import Delegation, canonical_cwd
-from dsh_agent_core._errors import DshError
+from dsh_agent_core._errors import DshError, UnknownPresetError
 from dsh_agent_core._routes import Routes
 from dsh_agent_core._tool_sets import PresetLoops
 from dsh_agent_loop import AgentLoop, LoopAgent
@@ -83,6 +83,8 @@ class SessionLifecycle:
             self._delegation.check_cwd(parent, canonical)
         await self._start()
         # everything that can refuse comes before a loop of its own is built for the session
+        if preset is not None and preset not in self._config.presets:
+            raise UnknownPresetError(preset, sorted(self._config.presets))
         settings = self._config.presets[preset] if preset is not None else None
         route = await self._routes.resolve(
             model or (settings.model if settings is not None else None)
