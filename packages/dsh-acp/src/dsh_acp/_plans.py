@@ -15,16 +15,18 @@ from collections.abc import Iterable, Sequence
 from acp import plan_entry, update_plan
 from acp.schema import AgentPlanUpdate, PlanEntryPriority
 
-from dsh_agent_core import TodoItem, fold_plan
+from dsh_agent_core import MAX_TODO_CHARS, MAX_TODOS, TodoItem, fold_plan
 from dsh_session import SessionEvent
 
 __all__ = ["PLAN_ENTRIES", "PLAN_ENTRY_CHARS", "PLAN_PRIORITY", "PlanUpdates", "plan_update"]
 
-PLAN_ENTRIES = 100
-"""The most entries a plan update sends (a log written elsewhere may hold a longer list)."""
+PLAN_ENTRIES = MAX_TODOS
+"""The most entries a plan update sends: the most a ``todo_write`` list holds (a log written
+elsewhere may hold a longer one)."""
 
-PLAN_ENTRY_CHARS = 1000
-"""The most characters of one entry's content sent (cut with an ellipsis)."""
+PLAN_ENTRY_CHARS = MAX_TODO_CHARS
+"""The most characters of one entry's content sent (cut with an ellipsis): the most a task
+holds."""
 
 PLAN_PRIORITY: PlanEntryPriority = "medium"
 """The priority of every plan entry: dsh's task list has no priorities, ACP's entries need one."""

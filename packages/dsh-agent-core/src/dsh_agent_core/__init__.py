@@ -25,7 +25,8 @@ command.
   ``log_command_done``: an operator command logged as the terminal logs its slash commands.
 - ``TodoConfig`` (``[todo]``): the ``todo_write`` tool, offered where the front end shows plans
   (``compose(config, shows_plans=True)``, as ``dsh acp`` does) or where the config enables it;
-  ``standing_plan``, ``fold_plan``, ``todos_of``, ``TodoItem``: the task list a display shows.
+  ``standing_plan``, ``fold_plan``, ``todos_of``, ``TodoItem``: the task list a display shows
+  (``MAX_TODOS`` tasks of ``MAX_TODO_CHARS`` characters at most, as ``todo_write`` takes).
 """
 
 from __future__ import annotations
@@ -110,7 +111,15 @@ if TYPE_CHECKING:
         PostgresLocation,
         SqliteLocation,
     )
-    from dsh_agent_core._plans import TodoItem, TodoStatus, fold_plan, standing_plan, todos_of
+    from dsh_agent_core._plans import (
+        MAX_TODO_CHARS,
+        MAX_TODOS,
+        TodoItem,
+        TodoStatus,
+        fold_plan,
+        standing_plan,
+        todos_of,
+    )
     from dsh_agent_core._provider_config import (
         BUILTIN_PROVIDERS,
         EnvRef,
@@ -149,6 +158,8 @@ __all__ = [
     "DISCOVERY_TIMEOUT",
     "GRANT_COMMAND",
     "INSTRUCTIONS_PLUGIN",
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
     "PERMISSION_PRESETS",
     "SERVED_MODELS_TIMEOUT",
     "SHUTDOWN_SIGNALS",
@@ -265,6 +276,8 @@ _HOMES: dict[str, str] = {
     "SkillsConfig": "_config_sections",
     "SystemPrompt": "_config_sections",
     "TodoConfig": "_config_sections",
+    "MAX_TODOS": "_plans",
+    "MAX_TODO_CHARS": "_plans",
     "TodoItem": "_plans",
     "TodoStatus": "_plans",
     "fold_plan": "_plans",

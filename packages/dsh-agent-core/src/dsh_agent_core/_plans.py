@@ -3,6 +3,22 @@ depends on the agent core only): `standing_plan` of a log, `fold_plan` one event
 
 from __future__ import annotations
 
-from dsh_tool_todo import TodoItem, TodoStatus, fold_plan, standing_plan, todos_of
+from dsh_tool_todo import (
+    MAX_TODO_CHARS,
+    MAX_TODOS,
+    TodoItem,
+    TodoStatus,
+    fold_plan,
+    standing_plan,
+    todos_of,
+)
 
-__all__ = ["TodoItem", "TodoStatus", "fold_plan", "standing_plan", "todos_of"]
+__all__ = [
+    "MAX_TODOS",
+    "MAX_TODO_CHARS",
+    "TodoItem",
+    "TodoStatus",
+    "fold_plan",
+    "standing_plan",
+    "todos_of",
+]

@@ -526,6 +526,7 @@ class HookRunner:
     async def pre_tool_use(self, execution: ToolExecution) -> PolicyDecision | None:
         """The pre-execute hook: ``PreToolUse``."""
         session_id, cwd, session, turn = await self._tool_facts(execution)
+        agent = calling_agent(execution)
         payload = self._payloads.pre_tool_use(
             session_id,
             cwd,
@@ -542,9 +543,9 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
-            agent=calling_agent(execution),
+            agent=agent,
         )
-        await self._halt(calling_agent(execution), "PreToolUse", outcome)
+        await self._halt(agent, "PreToolUse", outcome)
         label = f"PreToolUse-{execution.call_id}"
         if outcome.decision == "deny":
             reason = await self._bounded_reason(outcome.reason, execution.session_id, label)
@@ -561,6 +562,7 @@ class HookRunner:
     ) -> ToolResult | None:
         """The post-execute hook: ``PostToolUse``."""
         session_id, cwd, session, turn = await self._tool_facts(execution)
+        agent = calling_agent(execution)
         payload = self._payloads.post_tool_use(
             session_id,
             cwd,
@@ -578,9 +580,9 @@ class HookRunner:
             session=session,
             turn=turn,
             aliases=tool_aliases(execution.tool_name),
-            agent=calling_agent(execution),
+            agent=agent,
         )
-        await self._halt(calling_agent(execution), "PostToolUse", outcome)
+        await self._halt(agent, "PostToolUse", outcome)
         added = list(outcome.contexts)
         if outcome.decision == "deny":
             reason = outcome.reason or "blocked by PostToolUse hook"

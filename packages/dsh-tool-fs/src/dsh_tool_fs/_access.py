@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from dsh_tool_fs._errors import FsToolError, SandboxDeniedError
+from dsh_tool_fs._errors import FsToolError, SandboxDeniedError, require_regular_file
 from dsh_tools import Disposer, ToolExecution
 
 __all__ = [
@@ -142,12 +141,7 @@ def still_in_place(path: Path, *, missing_ok: bool) -> None:
         raise FsToolError(
             f"{shown} cannot be read: {error.strerror or error}", code="FS_IO", path=shown
         ) from None
-    if stat.S_ISDIR(status.st_mode):
-        raise FsToolError(
-            f"{shown} is a directory; use glob to list it", code="FS_NOT_A_FILE", path=shown
-        )
-    if not stat.S_ISREG(status.st_mode):
-        raise FsToolError(f"{shown} is not a regular file", code="FS_NOT_A_FILE", path=shown)
+    require_regular_file(status.st_mode, shown)
 
 
 def _one_line(error: BaseException) -> str:

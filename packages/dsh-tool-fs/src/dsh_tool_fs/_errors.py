@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import stat
+
 from dsh_tools import ToolError
 
 __all__ = [
@@ -54,3 +56,14 @@ class SearchError(FsToolError):
     """``glob`` or ``grep`` failed (``SEARCH_INVALID_PATTERN``, ``SEARCH_FAILED``, ...)."""
 
     default_code = "SEARCH_FAILED"
+
+
+def require_regular_file(mode: int, shown: str) -> None:
+    """Refuse (``FS_NOT_A_FILE``, naming ``shown``) a file whose ``st_mode`` is a directory
+    (use glob to list it) or anything else that is not a regular file (a FIFO, a device)."""
+    if stat.S_ISDIR(mode):
+        raise FsToolError(
+            f"{shown} is a directory; use glob to list it", code="FS_NOT_A_FILE", path=shown
+        )
+    if not stat.S_ISREG(mode):
+        raise FsToolError(f"{shown} is not a regular file", code="FS_NOT_A_FILE", path=shown)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from dsh_llm import ImageBlock, TextBlock
 from dsh_tool_fs._access import FileAccess, FileAccessError, still_in_place, through_access
 from dsh_tool_fs._base import FileTool
 from dsh_tool_fs._confinement import EscalationArgs, open_verified
-from dsh_tool_fs._errors import FsToolError, NotTextError
+from dsh_tool_fs._errors import FsToolError, NotTextError, require_regular_file
 from dsh_tool_fs._observations import OBSERVED_META_KEY, Observation
 from dsh_tool_fs._schema import args_config
 from dsh_tools import ToolExecution, ToolResult
@@ -326,14 +325,7 @@ class ReadTool(FileTool):
             ) from None
         try:
             status = os.fstat(fd)
-            if stat.S_ISDIR(status.st_mode):
-                raise FsToolError(
-                    f"{shown} is a directory; use glob to list it", code="FS_NOT_A_FILE", path=shown
-                )
-            if not stat.S_ISREG(status.st_mode):
-                raise FsToolError(
-                    f"{shown} is not a regular file", code="FS_NOT_A_FILE", path=shown
-                )
+            require_regular_file(status.st_mode, shown)
             head = os.pread(fd, 16, 0)
             mime = _image_type(head)
             if mime is not None:
